@@ -1,0 +1,107 @@
+/**
+ * Builds the Fastify application: request ids, access logs, the error envelope, the 404 and body
+ * limit rules, and the routes. It does not listen; main.ts does, and tests use inject or a port.
+ */
+import { randomBytes } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyError, LogController } from 'fastify';
+import type { Database } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import { ApiError, type ErrorCode, envelope } from './errors.ts';
+import { healthRoutes } from './routes/health.ts';
+
+export interface AppDeps {
+  db: Database;
+  logger: Logger;
+}
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+const REQUEST_ID_HEADER = 'x-request-id';
+/** A caller's own request id is echoed only when it is short and plain (it ends up in our logs). */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Maps errors raised by Fastify itself (parsing, limits) onto catalogue codes. */
+function codeForFrameworkError(err: FastifyError): ErrorCode | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'payload_too_large';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported_media_type';
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'invalid_payload';
+  }
+  if (err.statusCode === 404) return 'not_found';
+  if (err.statusCode === 413) return 'payload_too_large';
+  if (err.statusCode === 415) return 'unsupported_media_type';
+  return undefined;
+}
+
+export async function buildApp(deps: AppDeps) {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    // Fastify's two per-request lines are replaced by the one access line below.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers[REQUEST_ID_HEADER];
+      return typeof given === 'string' && SAFE_REQUEST_ID.test(given)
+        ? given
+        : `req_${randomBytes(12).toString('base64url')}`;
+    },
+    // Behind a proxy the operator sets trustProxy; by default the socket address is the client.
+    trustProxy: false,
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+
+  // One access-log line per request. Only fields that cannot carry a secret: never headers.
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        route: request.routeOptions.url,
+        statusCode: reply.statusCode,
+        responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+      },
+      'request completed',
+    );
+  });
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof ApiError) {
+      return reply.code(err.status).headers(err.headers).send(envelope(err.code, err.message));
+    }
+    if (err.validation) {
+      const code: ErrorCode =
+        request.routeOptions.config?.validationErrorCode?.(err) ?? 'invalid_payload';
+      return reply.code(400).send(envelope(code));
+    }
+    const mapped = codeForFrameworkError(err);
+    if (mapped) {
+      return reply.code(new ApiError(mapped).status).send(envelope(mapped));
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send(envelope('internal_error'));
+  });
+
+  app.setNotFoundHandler((_request, reply) => {
+    reply.code(404).send(envelope('not_found', 'No such route.'));
+  });
+
+  await app.register(healthRoutes, { db: deps.db });
+  return app;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Picks the catalogue code for a schema validation failure of this route. */
+    validationErrorCode?: (err: FastifyError) => ErrorCode;
+  }
+}

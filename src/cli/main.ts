@@ -1,0 +1,86 @@
+/**
+ * The operator CLI (`yield-service <command>`). `start` runs the service; the others are one-shot
+ * operator commands. Configuration comes from the environment (see the README) for every command.
+ */
+import { Command } from 'commander';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { migrate } from '../db/migrate.ts';
+import { openDatabase } from '../db/open.ts';
+import { createLogger } from '../logger.ts';
+import { startService } from '../main.ts';
+
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+}
+
+async function runStart(): Promise<void> {
+  const config = configOrExit();
+  const logger = createLogger(config.LOG_LEVEL);
+  const service = await startService(config, logger);
+  if (service.url) {
+    logger.info({ url: service.url }, 'listening');
+    process.stdout.write(`Partner yield service listening on ${service.url}\n`);
+  }
+  let shuttingDown = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      logger.warn('shutdown timed out; exiting with work in flight');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS);
+    force.unref();
+    service.stop().then(
+      () => {
+        logger.info('shutdown complete');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+async function runMigrate(): Promise<void> {
+  const config = configOrExit();
+  const db = await openDatabase(config);
+  try {
+    const applied = await migrate(db);
+    process.stdout.write(
+      applied.length
+        ? `Applied ${applied.length} migration(s): ${applied.join(', ')}\n`
+        : 'Database is up to date.\n',
+    );
+  } finally {
+    await db.close();
+  }
+}
+
+export function buildCli(): Command {
+  const program = new Command('yield-service')
+    .description('Partner yield service: API, chain workers and operator commands')
+    .showHelpAfterError();
+  program
+    .command('start')
+    .description('run the service (roles from ROLES; default api and worker)')
+    .action(runStart);
+  program.command('migrate').description('apply pending database migrations').action(runMigrate);
+  return program;
+}
+
+export async function runCli(argv: readonly string[]): Promise<void> {
+  await buildCli().parseAsync([...argv]);
+}

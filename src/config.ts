@@ -1,0 +1,227 @@
+/**
+ * All settings of the service: one declarative table, parsed once at start into a frozen, typed
+ * object. The same table renders the README's configuration section (a test keeps them in step), so
+ * a setting cannot exist without being documented.
+ *
+ * Sources, later wins: built-in defaults → the JSON file named by CONFIG_FILE → environment variables.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Parser<T> = (raw: string) => T;
+
+interface Setting<T> {
+  /** What the README says the setting does. */
+  describe: string;
+  /** What a valid value looks like; used in the error line. */
+  expects: string;
+  parse: Parser<T>;
+  /** Raw default, or undefined for an optional setting. */
+  default?: string;
+  /** Rendered in the README in place of the raw default. */
+  defaultNote?: string;
+}
+
+const integer =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    if (!/^-?\d+$/.test(raw)) throw new Error('not an integer');
+    const n = Number(raw);
+    if (n < min || n > max) throw new Error('out of range');
+    return n;
+  };
+
+const oneOf =
+  <const T extends string>(values: readonly T[]): Parser<T> =>
+  (raw) => {
+    if (!(values as readonly string[]).includes(raw)) throw new Error('not allowed');
+    return raw as T;
+  };
+
+const url =
+  (protocols: readonly string[]): Parser<string> =>
+  (raw) => {
+    const u = new URL(raw);
+    if (!protocols.includes(u.protocol)) throw new Error('wrong protocol');
+    return raw;
+  };
+
+const nonEmpty: Parser<string> = (raw) => {
+  if (raw.trim() === '') throw new Error('empty');
+  return raw;
+};
+
+const ROLE_NAMES = ['api', 'worker'] as const;
+export type Role = (typeof ROLE_NAMES)[number];
+
+const roles: Parser<readonly Role[]> = (raw) => {
+  const list = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (list.length === 0) throw new Error('empty');
+  for (const r of list) oneOf(ROLE_NAMES)(r);
+  return [...new Set(list)] as Role[];
+};
+
+const settings = {
+  ROLES: {
+    describe:
+      'Which roles this process runs: `api` (HTTP), `worker` (chain sync, webhooks), or both.',
+    expects: 'a comma-separated list of api, worker',
+    parse: roles,
+    default: 'api,worker',
+  },
+  HOST: {
+    describe: 'Interface the HTTP server binds to.',
+    expects: 'a host name or IP address',
+    parse: nonEmpty,
+    default: '127.0.0.1',
+  },
+  PORT: {
+    describe: 'TCP port of the HTTP server (0 picks a free port).',
+    expects: 'an integer from 0 to 65535',
+    parse: integer(0, 65535),
+    default: '3000',
+  },
+  DATA_DIR: {
+    describe:
+      'Directory for embedded state: the PGlite database (when no DATABASE_URL), the local chain and demo credentials.',
+    expects: 'a directory path',
+    parse: (raw) => path.resolve(nonEmpty(raw)),
+    default: './data',
+  },
+  DATABASE_URL: {
+    describe: 'PostgreSQL connection URL. Unset: embedded PGlite under `DATA_DIR/pglite`.',
+    expects: 'a postgres:// or postgresql:// URL',
+    parse: url(['postgres:', 'postgresql:']),
+  },
+  DATABASE_POOL_MAX: {
+    describe: 'Maximum connections in the PostgreSQL pool.',
+    expects: 'an integer from 1 to 200',
+    parse: integer(1, 200),
+    default: '10',
+  },
+  REDIS_URL: {
+    describe:
+      'Redis connection URL. Set it when several API processes must share rate-limit budgets and cache invalidation.',
+    expects: 'a redis:// or rediss:// URL',
+    parse: url(['redis:', 'rediss:']),
+  },
+  LOG_LEVEL: {
+    describe: 'Minimum level of the JSON logs on stdout.',
+    expects: 'one of fatal, error, warn, info, debug, trace, silent',
+    parse: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    default: 'info',
+  },
+  SHUTDOWN_TIMEOUT_MS: {
+    describe:
+      'On SIGTERM/SIGINT, how long in-flight requests and jobs may take before the process exits anyway.',
+    expects: 'an integer from 100 to 600000',
+    parse: integer(100, 600_000),
+    default: '10000',
+  },
+} satisfies Record<string, Setting<unknown>>;
+
+type Settings = typeof settings;
+export type SettingName = keyof Settings;
+
+type ValueOf<S> = S extends Setting<infer T> ? T : never;
+type Parsed = {
+  [K in SettingName]: Settings[K] extends { default: string }
+    ? ValueOf<Settings[K]>
+    : ValueOf<Settings[K]> | undefined;
+};
+
+export type Config = Readonly<Parsed & { CONFIG_FILE: string | undefined }>;
+
+/** The documented settings, in table order, for the README and its test. */
+export function describeSettings(): Array<{
+  name: string;
+  default: string | undefined;
+  describe: string;
+  expects: string;
+}> {
+  const rows: Array<{
+    name: string;
+    default: string | undefined;
+    describe: string;
+    expects: string;
+  }> = [
+    {
+      name: 'CONFIG_FILE',
+      default: undefined,
+      describe:
+        'Optional JSON file of settings (an object keyed by these names); environment variables override it.',
+      expects: 'a path to a readable JSON file',
+    },
+  ];
+  for (const [name, s] of Object.entries(settings) as Array<[string, Setting<unknown>]>) {
+    rows.push({
+      name,
+      default: s.defaultNote ?? s.default,
+      describe: s.describe,
+      expects: s.expects,
+    });
+  }
+  return rows;
+}
+
+function readConfigFile(file: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new ConfigError(
+      `CONFIG_FILE: cannot read "${file}"; expected a path to a readable JSON file`,
+    );
+  }
+  let obj: unknown;
+  try {
+    obj = JSON.parse(text);
+  } catch {
+    throw new ConfigError(`CONFIG_FILE: "${file}" is not valid JSON`);
+  }
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+    throw new ConfigError(`CONFIG_FILE: "${file}" must hold a JSON object of settings`);
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (!(k in settings)) throw new ConfigError(`CONFIG_FILE: unknown setting "${k}" in "${file}"`);
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
+      throw new ConfigError(`${k}: in "${file}" must be a string, number or boolean`);
+    }
+    out[k] = String(v);
+  }
+  return out;
+}
+
+/**
+ * Parse settings from an environment (process.env by default). Throws ConfigError with one line that
+ * names the variable and what it expects; the caller prints it and exits.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const configFile = env.CONFIG_FILE?.trim() || undefined;
+  const fromFile = configFile ? readConfigFile(configFile) : {};
+  const out: Record<string, unknown> = { CONFIG_FILE: configFile };
+  for (const [name, s] of Object.entries(settings) as Array<[string, Setting<unknown>]>) {
+    const fromEnv = env[name];
+    const raw = fromEnv !== undefined && fromEnv !== '' ? fromEnv : (fromFile[name] ?? s.default);
+    if (raw === undefined) {
+      out[name] = undefined;
+      continue;
+    }
+    try {
+      out[name] = s.parse(raw.trim());
+    } catch {
+      // Never echo a URL back: it may carry a password.
+      const shown = name.endsWith('_URL') ? '' : ` (got "${raw}")`;
+      throw new ConfigError(`${name}: expected ${s.expects}${shown}`);
+    }
+  }
+  return Object.freeze(out) as Config;
+}

@@ -1,0 +1,129 @@
+/**
+ * The database client factory: PostgreSQL through a `pg` pool when a URL is given, embedded PGlite
+ * otherwise. Both are wrapped in one small interface so repositories never know which engine runs,
+ * and both return the same JavaScript types for the same SQL types:
+ *   int8 and numeric → string (exact; callers turn them into bigint), date → 'YYYY-MM-DD',
+ *   timestamptz → Date, json/jsonb → parsed value.
+ */
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+
+export interface QueryResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<T>>;
+  /** Runs a script of several statements, without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Database extends Queryable {
+  readonly engine: 'pglite' | 'postgres';
+  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export type DatabaseOptions =
+  | { engine: 'postgres'; url: string; poolMax?: number }
+  | { engine: 'pglite'; dataDir?: string };
+
+const OID = { INT8: 20, NUMERIC: 1700, DATE: 1082 } as const;
+const asText = (value: string) => value;
+
+export async function createDatabase(options: DatabaseOptions): Promise<Database> {
+  return options.engine === 'postgres' ? createPostgres(options) : createPglite(options.dataDir);
+}
+
+async function createPostgres(options: { url: string; poolMax?: number }): Promise<Database> {
+  // Per-pool type parsers: the global pg.types registry would leak into other pools and libraries.
+  const textTypes = new Set<number>([OID.INT8, OID.NUMERIC, OID.DATE]);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolMax ?? 10,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        textTypes.has(oid)
+          ? asText
+          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const run = async <T>(
+    client: pg.Pool | pg.PoolClient,
+    sql: string,
+    params?: readonly unknown[],
+  ) => {
+    const r = await client.query(sql, params as unknown[] | undefined);
+    return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+  };
+  return {
+    engine: 'postgres',
+    query: (sql, params) => run(pool, sql, params),
+    exec: async (sql) => {
+      await pool.query(sql);
+    },
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn({
+          query: (sql, params) => run(client, sql, params),
+          exec: async (sql) => {
+            await client.query(sql);
+          },
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function createPglite(dataDir?: string): Promise<Database> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const db = new PGlite({
+    ...(dataDir ? { dataDir } : {}),
+    parsers: { [OID.INT8]: asText, [OID.NUMERIC]: asText, [OID.DATE]: asText },
+  });
+  await db.waitReady;
+  const run = async <T>(
+    q: Pick<PGlite, 'query'>,
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<T>> => {
+    const r = await q.query<T>(sql, params as unknown[] | undefined);
+    // PGlite counts only written rows in affectedRows; a SELECT reports 0 there.
+    return { rows: r.rows, rowCount: r.affectedRows || r.rows.length };
+  };
+  return {
+    engine: 'pglite',
+    query: (sql, params) => run(db, sql, params),
+    exec: async (sql) => {
+      await db.exec(sql);
+    },
+    transaction: (fn) =>
+      db.transaction((tx) =>
+        fn({
+          query: (sql, params) => run(tx, sql, params),
+          exec: async (sql) => {
+            await tx.exec(sql);
+          },
+        }),
+      ),
+    close: () => db.close(),
+  };
+}

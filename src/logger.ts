@@ -1,0 +1,45 @@
+/**
+ * The one logger factory. Redaction is configured here, not remembered at call sites: any field
+ * that can carry a secret is censored wherever it appears in a log object.
+ */
+import { type Logger, type LoggerOptions, pino } from 'pino';
+
+export type { Logger };
+
+/** Paths censored in every log line (pino redact syntax; `*` matches one level). */
+export const REDACT_PATHS = [
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers["x-service-signature"]',
+  'headers["x-api-key"]',
+  'headers.authorization',
+  'headers["x-service-signature"]',
+  'apiKey',
+  'api_key',
+  'secret',
+  'password',
+  'masterKey',
+  'privateKey',
+  '*.apiKey',
+  '*.api_key',
+  '*.secret',
+  '*.password',
+  '*.masterKey',
+  '*.privateKey',
+  '*.databaseUrl',
+  '*.DATABASE_URL',
+  '*.REDIS_URL',
+];
+
+export function createLogger(
+  level: LoggerOptions['level'] = 'info',
+  destination?: NodeJS.WritableStream,
+): Logger {
+  const options: LoggerOptions = {
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { service: 'partner-yield' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  return destination ? pino(options, destination) : pino(options);
+}

@@ -1,0 +1,64 @@
+/**
+ * The service entry: opens storage, migrates, and starts the roles the configuration asks for.
+ * Returns a handle whose stop() shuts everything down in order: stop accepting requests and jobs,
+ * let in-flight ones finish, then close the database.
+ */
+
+import { buildApp } from './api/app.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/client.ts';
+import { migrate } from './db/migrate.ts';
+import { openDatabase } from './db/open.ts';
+import type { Logger } from './logger.ts';
+import { createWorker, type Job, type Worker } from './worker/runner.ts';
+
+export interface RunningService {
+  /** Base URL of the HTTP server when the api role runs. */
+  url: string | undefined;
+  db: Database;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  const db = await openDatabase(config);
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let worker: Worker | undefined;
+  try {
+    const applied = await migrate(db);
+    logger.info({ engine: db.engine, applied }, 'database ready');
+
+    if (config.ROLES.includes('worker')) {
+      const jobs: Job[] = [];
+      worker = createWorker(jobs, logger);
+      worker.start();
+    }
+
+    let url: string | undefined;
+    if (config.ROLES.includes('api')) {
+      app = await buildApp({ db, logger });
+      await app.listen({ host: config.HOST, port: config.PORT });
+      const address = app.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.PORT;
+      const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+      url = `http://${host}:${port}`;
+    }
+
+    let stopping: Promise<void> | undefined;
+    return {
+      url,
+      db,
+      stop() {
+        stopping ??= (async () => {
+          // app.close() stops accepting connections and waits for in-flight requests.
+          await Promise.all([app?.close(), worker?.stop()]);
+          await db.close();
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled([app?.close(), worker?.stop()]);
+    await db.close().catch(() => {});
+    throw err;
+  }
+}

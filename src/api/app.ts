@@ -60,6 +60,17 @@ export async function buildApp(deps: AppDeps) {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
 
+  // Node's server.close() only ends connections idle at that moment; a keep-alive connection whose
+  // request is in flight would stay open after its response and hold shutdown until the timeout.
+  // Once closing, every response says `Connection: close`, so its socket ends with it.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+
   // One access-log line per request. Only fields that cannot carry a secret: never headers.
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(

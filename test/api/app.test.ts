@@ -1,0 +1,196 @@
+/** The HTTP basics every route shares: probes, the error envelope, request ids, limits, logs. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/api/app.ts';
+import { ApiError } from '../../src/api/errors.ts';
+import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
+import { captureLogger } from '../helpers/logs.ts';
+
+describe('HTTP basics', () => {
+  let t: TestDatabase;
+  const logs = captureLogger();
+  let app: Awaited<ReturnType<typeof buildApp>>;
+
+  beforeAll(async () => {
+    t = await freshDatabase('pglite');
+    app = await buildApp({ db: t.db, logger: logs.logger });
+    // Routes that fail on purpose, registered only in this test.
+    app.get('/test/crash', async () => {
+      throw new Error('secret internals: password=hunter2');
+    });
+    app.get('/test/api-error', async () => {
+      throw new ApiError('rate_limited', undefined, { 'retry-after': '7' });
+    });
+    app.post('/test/echo', async (request) => ({ success: true, data: request.body }));
+    await app.ready();
+  });
+  afterAll(async () => {
+    await app.close();
+    await t.drop();
+  });
+
+  it('GET /health answers the liveness shape without a key', async () => {
+    const res = await app.inject({ method: 'GET', url: '/health' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ success: true, data: { status: 'ok' } });
+  });
+
+  it('GET /ready checks the database', async () => {
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ success: true, data: { status: 'ready', database: 'ok' } });
+  });
+
+  it('unknown routes answer 404 not_found in the envelope', async () => {
+    const res = await app.inject({ method: 'GET', url: '/api/partner/nothing-here' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ success: false, code: 'not_found' });
+    expect(typeof res.json().message).toBe('string');
+  });
+
+  it('unexpected errors answer 500 internal_error without internals, and are logged', async () => {
+    const res = await app.inject({ method: 'GET', url: '/test/crash' });
+    expect(res.statusCode).toBe(500);
+    expect(res.json()).toEqual({
+      success: false,
+      code: 'internal_error',
+      message: expect.any(String),
+    });
+    expect(res.body).not.toContain('hunter2');
+    expect(
+      logs
+        .lines()
+        .some((l) => l.includes('"level":50') && l.includes(res.headers['x-request-id'] as string)),
+    ).toBe(true);
+  });
+
+  it('an ApiError answers its catalogue status, code and headers', async () => {
+    const res = await app.inject({ method: 'GET', url: '/test/api-error' });
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['retry-after']).toBe('7');
+    expect(res.json()).toMatchObject({ success: false, code: 'rate_limited' });
+  });
+
+  it('bodies over 64 KiB answer 413 payload_too_large; 64 KiB exactly passes', async () => {
+    const wrap = (n: number) => JSON.stringify({ s: 'a'.repeat(n - 8) }); // {"s":""} is 8 bytes
+    const ok = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: wrap(64 * 1024),
+    });
+    expect(ok.statusCode).toBe(200);
+    const tooBig = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: wrap(64 * 1024 + 1),
+    });
+    expect(tooBig.statusCode).toBe(413);
+    expect(tooBig.json()).toMatchObject({ success: false, code: 'payload_too_large' });
+  });
+
+  it('malformed JSON is 400 invalid_payload and an unknown media type 415', async () => {
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"a":',
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ code: 'invalid_payload' });
+    const media = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/x-unknown' },
+      payload: 'x',
+    });
+    expect(media.statusCode).toBe(415);
+    expect(media.json()).toMatchObject({ code: 'unsupported_media_type' });
+  });
+
+  it('every response carries a request id; a safe caller id is echoed, an unsafe one replaced', async () => {
+    const generated = await app.inject({ method: 'GET', url: '/health' });
+    expect(generated.headers['x-request-id']).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+    const echoed = await app.inject({
+      method: 'GET',
+      url: '/nope',
+      headers: { 'x-request-id': 'trace-123' },
+    });
+    expect(echoed.headers['x-request-id']).toBe('trace-123');
+    const unsafe = await app.inject({
+      method: 'GET',
+      url: '/health',
+      headers: { 'x-request-id': 'bad id\nwith newline'.replace('\n', ' ') },
+    });
+    expect(unsafe.headers['x-request-id']).toMatch(/^req_/);
+  });
+
+  it('access logs carry request id, status and latency, and never a key or signature', async () => {
+    const key = 'svc_live_THIS_IS_A_SECRET_KEY_VALUE_1234567890';
+    await app.inject({
+      method: 'GET',
+      url: '/health',
+      headers: {
+        'x-api-key': key,
+        'x-service-signature': 'deadbeefsignature',
+        'x-request-id': 'log-check',
+      },
+    });
+    const line = logs.lines().find((l) => l.includes('"reqId":"log-check"'));
+    expect(line).toBeDefined();
+    const entry = JSON.parse(line!);
+    expect(entry).toMatchObject({ method: 'GET', url: '/health', statusCode: 200 });
+    expect(typeof entry.responseTimeMs).toBe('number');
+    const all = logs.lines().join('\n');
+    expect(all).not.toContain(key);
+    expect(all).not.toContain('deadbeefsignature');
+  });
+
+  it('the logger redacts secret fields wherever they are logged', () => {
+    const c = captureLogger();
+    c.logger.info({ apiKey: 'k1', secret: 's1', nested: { secret: 's2', password: 'p1' } }, 'x');
+    c.logger.info({ req: { headers: { 'x-api-key': 'k2', authorization: 'Bearer t' } } }, 'y');
+    const text = c.lines().join('\n');
+    for (const s of ['k1', 's1', 's2', 'p1', 'k2', 'Bearer t'])
+      expect(text).not.toContain(`"${s}"`);
+    expect(text).toContain('[redacted]');
+  });
+});
+
+describe('graceful close', () => {
+  it('finishes a request that is in flight when close() begins, then refuses new ones', async () => {
+    const t = await freshDatabase('pglite');
+    const app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    let entered: () => void = () => {};
+    const inHandler = new Promise<void>((r) => {
+      entered = r;
+    });
+    app.get('/test/slow', async () => {
+      entered();
+      await new Promise((r) => setTimeout(r, 300));
+      return { success: true, data: 'done' };
+    });
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    const pending = fetch(`${url}/test/slow`);
+    await inHandler; // the request is now provably in flight
+    const closing = app.close();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ success: true, data: 'done' });
+    await closing;
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+    await t.drop();
+  });
+});
+
+describe('readiness when the database is gone', () => {
+  it('answers 503 in the envelope', async () => {
+    const t = await freshDatabase('pglite');
+    const app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    await t.drop(); // closes the database under the running app
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ success: false, code: 'service_unavailable' });
+    await app.close();
+  });
+});

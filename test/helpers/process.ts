@@ -1,0 +1,47 @@
+/** Runs the real CLI (`bin/yield-service.mjs`) as a child process, as an operator would. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/yield-service.mjs', import.meta.url));
+
+export interface Spawned {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): Spawned {
+  // Start from a clean environment so the developer's own settings never leak into a test.
+  const base = { PATH: process.env.PATH, HOME: process.env.HOME };
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...base, ...env },
+    stdio: 'pipe',
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    err += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+export async function waitFor<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}

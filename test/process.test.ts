@@ -1,0 +1,85 @@
+/** The service as a real process: first run, probes, graceful shutdown, bad configuration. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresAdminUrl } from './helpers/db.ts';
+import { spawnCli, waitFor } from './helpers/process.ts';
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(path.join(tmpdir(), 'pys-proc-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('the service process', () => {
+  it('starts on a fresh DATA_DIR, answers /health, and exits 0 on SIGTERM with no error logged', async () => {
+    const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: '0' });
+    const url = await waitFor(
+      () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
+      30_000,
+      `the listening line (stderr: ${p.stderr()})`,
+    );
+    const health = await fetch(`${url}/health`);
+    expect(await health.json()).toEqual({ success: true, data: { status: 'ok' } });
+    expect((await fetch(`${url}/ready`)).status).toBe(200);
+    p.child.kill('SIGTERM');
+    const { code } = await p.exited;
+    expect(code).toBe(0);
+    const lines = p
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
+    expect(lines.some((l) => l.includes('"msg":"shutdown complete"'))).toBe(true);
+    expect(lines.filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
+    expect(p.stderr()).toBe('');
+  });
+
+  it('exits 0 on SIGINT too', async () => {
+    const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: '0', ROLES: 'api' });
+    await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 30_000, 'listening');
+    p.child.kill('SIGINT');
+    expect((await p.exited).code).toBe(0);
+  });
+
+  it('stops at once with one clear line when a setting is bad', async () => {
+    const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: 'eighty' });
+    const { code } = await p.exited;
+    expect(code).toBe(78);
+    expect(p.stderr().trim()).toBe(
+      'Configuration error: PORT: expected an integer from 0 to 65535 (got "eighty")',
+    );
+  });
+
+  it('migrate applies the schema once, then reports it is up to date', async () => {
+    const dataDir = tempDir();
+    const first = spawnCli(['migrate'], { DATA_DIR: dataDir });
+    expect((await first.exited).code).toBe(0);
+    expect(first.stdout()).toMatch(/^Applied \d+ migration\(s\): 0001_partners/);
+    const second = spawnCli(['migrate'], { DATA_DIR: dataDir });
+    expect((await second.exited).code).toBe(0);
+    expect(second.stdout()).toBe('Database is up to date.\n');
+  });
+
+  it.runIf(postgresAdminUrl())('runs on PostgreSQL when DATABASE_URL is set', async () => {
+    const p = spawnCli(['start'], {
+      DATA_DIR: tempDir(),
+      PORT: '0',
+      ROLES: 'api',
+      DATABASE_URL: postgresAdminUrl(),
+    });
+    const url = await waitFor(
+      () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
+      30_000,
+      'listening',
+    );
+    expect((await fetch(`${url}/ready`)).status).toBe(200);
+    expect(p.stdout()).toContain('"engine":"postgres"');
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+  });
+});

@@ -10,6 +10,7 @@ import type { Database } from './db/client.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import type { Logger } from './logger.ts';
+import { createRedis, type Redis } from './redis.ts';
 import { createWorker, type Job, type Worker } from './worker/runner.ts';
 
 export interface RunningService {
@@ -21,6 +22,7 @@ export interface RunningService {
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const db = await openDatabase(config);
+  const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
   try {
@@ -35,7 +37,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
     let url: string | undefined;
     if (config.ROLES.includes('api')) {
-      app = await buildApp({ db, logger });
+      app = await buildApp({ db, logger, redis });
       await app.listen({ host: config.HOST, port: config.PORT });
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -51,7 +53,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         stopping ??= (async () => {
           // app.close() stops accepting connections and waits for in-flight requests.
           await Promise.all([app?.close(), worker?.stop()]);
-          await db.close();
+          await Promise.all([db.close(), redis?.quit()]);
         })();
         return stopping;
       },
@@ -59,6 +61,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   } catch (err) {
     await Promise.allSettled([app?.close(), worker?.stop()]);
     await db.close().catch(() => {});
+    redis?.disconnect();
     throw err;
   }
 }

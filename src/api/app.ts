@@ -7,12 +7,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, LogController } from 'fastify';
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import type { Redis } from '../redis.ts';
 import { ApiError, type ErrorCode, envelope } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 
 export interface AppDeps {
   db: Database;
   logger: Logger;
+  /** Present when REDIS_URL is configured. */
+  redis?: Redis | undefined;
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -106,7 +109,7 @@ export async function buildApp(deps: AppDeps) {
     reply.code(404).send(envelope('not_found', 'No such route.'));
   });
 
-  await app.register(healthRoutes, { db: deps.db });
+  await app.register(healthRoutes, { db: deps.db, redis: deps.redis });
   return app;
 }
 

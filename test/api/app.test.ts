@@ -2,8 +2,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
 import { ApiError } from '../../src/api/errors.ts';
+import { createRedis } from '../../src/redis.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
+import { deadPort, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
 
 describe('HTTP basics', () => {
   let t: TestDatabase;
@@ -37,7 +39,10 @@ describe('HTTP basics', () => {
   it('GET /ready checks the database', async () => {
     const res = await app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ success: true, data: { status: 'ready', database: 'ok' } });
+    expect(res.json()).toEqual({
+      success: true,
+      data: { status: 'ready', database: 'ok', redis: 'not_configured' },
+    });
   });
 
   it('unknown routes answer 404 not_found in the envelope', async () => {
@@ -192,5 +197,31 @@ describe('readiness when the database is gone', () => {
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ success: false, code: 'service_unavailable' });
     await app.close();
+  });
+});
+
+describe('readiness with Redis configured', () => {
+  it.runIf(testRedisUrl())('reports redis ok when it answers', async () => {
+    const t = await freshDatabase('pglite');
+    const redis = createRedis(testRedisUrl()!, { keyPrefix: uniqueRedisPrefix() });
+    const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    expect(res.json()).toMatchObject({ data: { redis: 'ok' } });
+    await app.close();
+    await redis.quit();
+    await t.drop();
+  });
+
+  it('answers 503 when Redis does not answer (a loopback port with nothing listening)', async () => {
+    const t = await freshDatabase('pglite');
+    const redis = createRedis(`redis://127.0.0.1:${await deadPort()}`);
+    redis.on('error', () => {}); // connection refusals are the point of this test
+    const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ success: false, code: 'service_unavailable' });
+    await app.close();
+    redis.disconnect();
+    await t.drop();
   });
 });

@@ -8,6 +8,7 @@ import { migrate } from '../db/migrate.ts';
 import { openDatabase } from '../db/open.ts';
 import { createLogger } from '../logger.ts';
 import { startService } from '../main.ts';
+import { registerChainCommand } from './chain-command.ts';
 
 function configOrExit(): Config {
   try {
@@ -78,6 +79,7 @@ export function buildCli(): Command {
     .description('run the service (roles from ROLES; default api and worker)')
     .action(runStart);
   program.command('migrate').description('apply pending database migrations').action(runMigrate);
+  registerChainCommand(program);
   return program;
 }
 

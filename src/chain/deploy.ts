@@ -1,0 +1,70 @@
+/**
+ * Deploys the engine (and, for the local chain and tests, the test token and vaults). A later
+ * worker calls `deployEngine` to bring a `pending_deploy` product on chain.
+ */
+import type { Abi, Address, Hash, Hex } from 'viem';
+import type { ChainPublicClient, ChainWalletClient } from './clients.ts';
+import { yieldEngineAbi, yieldEngineBytecode } from './generated/YieldEngine.ts';
+
+export interface EngineParams {
+  asset: Address;
+  underlyingVault: Address;
+  name: string;
+  symbol: string;
+  serviceFeeRecipient: Address;
+  partnerFeeRecipient: Address;
+  serviceFeeBps: number;
+  partnerFeeBps: number;
+  /** Owner of the engine: may pause, unpause, deprecate and change fees. */
+  operator: Address;
+}
+
+export interface Deployed {
+  address: Address;
+  blockNumber: bigint;
+  txHash: Hash;
+}
+
+/** Deploys any compiled contract and waits for its receipt. */
+export async function deployContract(
+  walletClient: ChainWalletClient,
+  publicClient: ChainPublicClient,
+  abi: Abi,
+  bytecode: Hex,
+  args: readonly unknown[],
+): Promise<Deployed> {
+  const txHash = await walletClient.deployContract({ abi, bytecode, args });
+  const receipt = await publicClient.waitForTransactionReceipt({ hash: txHash });
+  if (receipt.status !== 'success' || !receipt.contractAddress) {
+    throw new Error(`deployment ${txHash} failed (status ${receipt.status})`);
+  }
+  return { address: receipt.contractAddress, blockNumber: receipt.blockNumber, txHash };
+}
+
+export function engineConstructorArgs(p: EngineParams) {
+  return [
+    p.asset,
+    p.underlyingVault,
+    p.name,
+    p.symbol,
+    p.serviceFeeRecipient,
+    p.partnerFeeRecipient,
+    p.serviceFeeBps,
+    p.partnerFeeBps,
+    p.operator,
+  ] as const;
+}
+
+export async function deployEngine(
+  walletClient: ChainWalletClient,
+  publicClient: ChainPublicClient,
+  params: EngineParams,
+): Promise<Deployed> {
+  return deployContract(
+    walletClient,
+    publicClient,
+    yieldEngineAbi,
+    yieldEngineBytecode,
+    engineConstructorArgs(params),
+  );
+}

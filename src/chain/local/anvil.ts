@@ -1,0 +1,131 @@
+/**
+ * Starts and stops an anvil node (the npm package `@foundry-rs/anvil`) on 127.0.0.1. The native
+ * binary is spawned directly (not the package's node wrapper) so that stop() signals anvil itself.
+ * Port 0 lets the OS choose a free port; the real port is read from anvil's "Listening on" line, so
+ * parallel test files never race for a port.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+export interface StartAnvilOptions {
+  /** TCP port; 0 or absent picks a free one. */
+  port?: number;
+  /** Load the chain from this file if it exists and dump it there on stop (anvil `--state`). */
+  stateFile?: string;
+  /** Timestamp (seconds) of the genesis block; fixes every block time for reproducible chains. */
+  genesisTimestamp?: number;
+  chainId?: number;
+  /** Number of funded dev accounts from the default mnemonic (default 20). */
+  accounts?: number;
+}
+
+export interface AnvilHandle {
+  rpcUrl: string;
+  port: number;
+  chainId: number;
+  /** Stops anvil (SIGTERM, so it dumps `stateFile`) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_CHAIN_ID = 31337;
+/** Enough block history kept on disk for a year of daily reads at historic blocks. */
+const MAX_PERSISTED_STATES = 20_000;
+
+const require = createRequire(import.meta.url);
+
+/** Path of the platform binary shipped inside `@foundry-rs/anvil-<platform>-<arch>`. */
+export function anvilBinary(): string {
+  if (process.env.ANVIL_BIN) return process.env.ANVIL_BIN;
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
+  const exe = process.platform === 'win32' ? 'anvil.exe' : 'anvil';
+  const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  const dir = path.dirname(require.resolve(`${pkg}/package.json`));
+  const bin = path.join(dir, 'bin', exe);
+  if (!existsSync(bin)) throw new Error(`anvil binary not found at ${bin}`);
+  return bin;
+}
+
+export async function startAnvil(options: StartAnvilOptions = {}): Promise<AnvilHandle> {
+  const chainId = options.chainId ?? DEFAULT_CHAIN_ID;
+  const args = [
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(options.port ?? 0),
+    '--chain-id',
+    String(chainId),
+    '--accounts',
+    String(options.accounts ?? 20),
+    '--balance',
+    '1000000',
+    // Room for a whole simulated day (dozens of transactions) in one block.
+    '--gas-limit',
+    '1000000000',
+    // Mined blocks keep the order in which transactions were sent: reproducible history.
+    '--order',
+    'fifo',
+    '--max-persisted-states',
+    String(MAX_PERSISTED_STATES),
+  ];
+  if (options.genesisTimestamp !== undefined)
+    args.push('--timestamp', String(options.genesisTimestamp));
+  if (options.stateFile) args.push('--state', options.stateFile, '--preserve-historical-states');
+
+  const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const port = await waitForListening(child);
+  let exited: Promise<void> | undefined;
+  const exitPromise = new Promise<void>((resolve) => {
+    if (child.exitCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  return {
+    rpcUrl: `http://127.0.0.1:${port}`,
+    port,
+    chainId,
+    stop() {
+      exited ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exitPromise;
+        clearTimeout(timer);
+      })();
+      return exited;
+    },
+  };
+}
+
+function waitForListening(child: ChildProcess): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`anvil did not start within 60 s\n${out}${err}`));
+    }, 60_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /Listening on [^\s:]+:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        // Keep draining output so anvil never blocks on a full pipe.
+        child.stdout?.off('data', onData);
+        child.stdout?.resume();
+        resolve(Number(m[1]));
+      } else if (out.length > 1_000_000) out = out.slice(-10_000);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`anvil exited with code ${code}\n${err || out}`));
+    });
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+  });
+}

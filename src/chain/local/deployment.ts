@@ -1,0 +1,106 @@
+/**
+ * The description of a local chain after deployment and simulated history: what the service, the
+ * demo seed and the tests need to find every contract. JSON-serialisable (block numbers as numbers;
+ * they stay far below 2^53), written to `<dataDir>/chain/deployment.json`.
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Address } from 'viem';
+import type {
+  Environment,
+  ProductKey,
+  ProductStatus,
+  RiskLabel,
+  VaultKind,
+} from './demo-manifest.ts';
+
+export interface DeployedContract {
+  address: Address;
+  deploymentBlock: number;
+}
+
+export interface DeployedEngine extends DeployedContract {
+  slug: string;
+  partner: string;
+  environment: Environment;
+  productKey: ProductKey;
+  displayName: string;
+  riskLabel: RiskLabel;
+  vaultKind: VaultKind;
+  underlyingVault: Address;
+  serviceFeeBps: number;
+  partnerFeeBps: number;
+  serviceFeeRecipient: Address;
+  partnerFeeRecipient: Address;
+  /** Status on chain at the end of the history. */
+  status: Exclude<ProductStatus, 'pending_deploy'>;
+  /** User wallets (not fee recipients) holding shares at the end of the history. */
+  holders: Address[];
+}
+
+/** A `pending_deploy` product: everything `deployEngine` needs, not yet on chain. */
+export interface PendingEngine {
+  slug: string;
+  partner: string;
+  environment: Environment;
+  productKey: ProductKey;
+  displayName: string;
+  riskLabel: RiskLabel;
+  vaultKind: VaultKind;
+  params: {
+    asset: Address;
+    underlyingVault: Address;
+    name: string;
+    symbol: string;
+    serviceFeeRecipient: Address;
+    partnerFeeRecipient: Address;
+    serviceFeeBps: number;
+    partnerFeeBps: number;
+    operator: Address;
+  };
+}
+
+export interface LocalDeployment {
+  version: 1;
+  rpcUrl: string;
+  chainId: number;
+  seed: string;
+  days: number;
+  /** Block 0 time (seconds). */
+  genesisTimestamp: number;
+  /** 00:00 UTC of the first simulated day (seconds). */
+  historyStartTimestamp: number;
+  /** 00:00 UTC after the last simulated day (seconds). */
+  historyEndTimestamp: number;
+  /** Last block of the simulated history. */
+  historyEndBlock: number;
+  deployer: Address;
+  operator: Address;
+  serviceFeeRecipient: Address;
+  asset: DeployedContract & { symbol: string; decimals: number };
+  vaults: {
+    sync: DeployedContract & { kind: 'sync' };
+    async: DeployedContract & { kind: 'async'; settlementDelaySeconds: number };
+  };
+  engines: Record<string, DeployedEngine>;
+  pending: Record<string, PendingEngine>;
+  /** How long building the chain took, for the record. */
+  timings: { deploySeconds: number; simulateSeconds: number; transactions: number; blocks: number };
+}
+
+export function deploymentFile(dataDir: string): string {
+  return path.join(dataDir, 'chain', 'deployment.json');
+}
+
+export function writeDeployment(file: string, deployment: LocalDeployment): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(deployment, null, 2)}\n`);
+  renameSync(tmp, file); // never leave a half-written description behind
+}
+
+export function readDeployment(file: string): LocalDeployment {
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as LocalDeployment;
+  if (parsed.version !== 1) throw new Error(`unsupported deployment file version in ${file}`);
+  return parsed;
+}

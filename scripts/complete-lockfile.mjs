@@ -15,7 +15,9 @@ const lock = JSON.parse(readFileSync(file, 'utf8'));
 
 /** os/cpu/libc of a platform package, read from its name (e.g. cli-linux-x64-musl, anvil-win32-amd64). */
 function platformOf(name) {
-  const os = ['darwin', 'linux', 'win32', 'android', 'freebsd'].find((o) => name.includes(`-${o}-`));
+  const os = ['darwin', 'linux', 'win32', 'android', 'freebsd'].find((o) =>
+    name.includes(`-${o}-`),
+  );
   const arch = /-(x64|amd64|arm64|ia32|arm)(?:-|$)/.exec(name)?.[1];
   if (!os || !arch) return undefined;
   const gate = { os: [os], cpu: [arch === 'amd64' ? 'x64' : arch] };
@@ -40,7 +42,9 @@ for (const [path, entry] of Object.entries(lock.packages)) {
   }
 }
 lock.packages = Object.fromEntries(
-  Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
+  Object.entries(lock.packages).sort(([a], [b]) =>
+    a === '' ? -1 : b === '' ? 1 : a.localeCompare(b),
+  ),
 );
 writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
 console.log(`complete-lockfile: added ${added} platform entr${added === 1 ? 'y' : 'ies'}`);

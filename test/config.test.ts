@@ -75,7 +75,9 @@ describe('config', () => {
   it('every setting is documented in the README configuration table', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     for (const s of describeSettings()) {
-      expect(readme, `README lacks ${s.name}`).toMatch(new RegExp(`^\\|\\s*\`${s.name}\`\\s*\\|`, 'm'));
+      expect(readme, `README lacks ${s.name}`).toMatch(
+        new RegExp(`^\\|\\s*\`${s.name}\`\\s*\\|`, 'm'),
+      );
     }
   });
 });

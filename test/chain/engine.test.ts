@@ -1,0 +1,307 @@
+/**
+ * Engine scenarios on a real anvil: fee on yield only with an exact split, high-water mark, fee
+ * changes, pause and deprecation, the donation attack, asynchronous redeem.
+ */
+import { encodeFunctionData } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testUSDAbi, yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import {
+  assetBalance,
+  engineEvents,
+  engineReader,
+  engineWrite,
+  type Fixture,
+  newEngine,
+  OPERATOR,
+  PARTNER,
+  SERVICE,
+  send,
+  setRate,
+  setupFixture,
+  USD,
+  USERS,
+  warp,
+} from './helpers.ts';
+
+const [alice, bob, carol] = USERS as [`0x${string}`, `0x${string}`, `0x${string}`];
+const YEAR = 365 * 86_400;
+let fx: Fixture;
+
+beforeAll(async () => {
+  fx = await setupFixture();
+});
+afterAll(async () => {
+  await fx?.stop();
+});
+
+const op = (engine: `0x${string}`, fn: 'pause' | 'unpause' | 'deprecate' | 'accrueFees') =>
+  send(fx, OPERATOR, engine, encodeFunctionData({ abi: yieldEngineAbi, functionName: fn }));
+
+describe('YieldEngine fees', () => {
+  it('charges service + partner bps on yield, minted as shares and split exactly', async () => {
+    const engine = await newEngine(fx, fx.syncVault, { service: 500, partner: 1000 });
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [100_000n * USD, alice] });
+    const before = await r.get('totalAssets');
+    await warp(fx, 30 * 86_400);
+    const pending = await r.atNextBlock('pendingFeeShares');
+    expect(pending).toBeGreaterThan(0n);
+    const { receipt } = await engineWrite(fx, engine, bob, {
+      fn: 'deposit',
+      args: [1n * USD, bob],
+    });
+    const fee = engineEvents(receipt, engine).find((e) => e.eventName === 'FeesAccrued');
+    if (fee?.eventName !== 'FeesAccrued') throw new Error('no FeesAccrued');
+    const { serviceShares, partnerShares, serviceAssets, partnerAssets } = fee.args;
+    expect(serviceShares + partnerShares).toBe(pending); // the preview of the fee was exact
+    expect(serviceShares).toBe((pending * 500n) / 1500n); // remainder goes to the partner
+    expect(await r.balanceOf(SERVICE)).toBe(serviceShares);
+    expect(await r.balanceOf(PARTNER)).toBe(partnerShares);
+    // 15 % of the yield, within rounding.
+    const yieldAssets = (await r.get('totalAssets')) - 1n * USD - before;
+    const feeAssets = serviceAssets + partnerAssets;
+    expect(feeAssets * 10_000n).toBeGreaterThanOrEqual(yieldAssets * 1500n - 10_000n * 2n);
+    expect(feeAssets * 10_000n).toBeLessThanOrEqual(yieldAssets * 1500n + 10_000n * 2n);
+    expect(await r.get('serviceFeeSharesTotal')).toBe(serviceShares);
+    expect(await r.get('partnerFeeAssetsTotal')).toBe(partnerAssets);
+  });
+
+  it('charges nothing on a loss nor on a recovery below the high-water mark', async () => {
+    const engine = await newEngine(fx, fx.syncVault);
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [50_000n * USD, alice] });
+    await op(engine, 'accrueFees');
+    const mark = await r.get('highWaterMark');
+    const vaultAssets = await fx.client.readContract({
+      address: fx.syncVault,
+      abi: yieldVaultAbi,
+      functionName: 'totalAssets',
+    });
+    await send(
+      fx,
+      OPERATOR,
+      fx.syncVault,
+      encodeFunctionData({
+        abi: yieldVaultAbi,
+        functionName: 'realizeLoss',
+        args: [vaultAssets / 50n],
+      }),
+    );
+    await warp(fx, 86_400); // a day of yield: still well below the mark after a 2 % loss
+    expect(await r.get('pendingFeeShares')).toBe(0n);
+    const supply = await r.get('totalSupply');
+    await op(engine, 'accrueFees');
+    expect(await r.get('totalSupply')).toBe(supply);
+    expect(await r.get('highWaterMark')).toBe(mark);
+  });
+
+  it('applies a fee change only to yield after it', async () => {
+    const engine = await newEngine(fx, fx.syncVault, { service: 500, partner: 500 });
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [10_000n * USD, alice] });
+    await warp(fx, 10 * 86_400);
+    const pendingAtOldRate = await r.atNextBlock('pendingFeeShares');
+    const receipt = await send(
+      fx,
+      OPERATOR,
+      engine,
+      encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [1000, 2000] }),
+    );
+    const fee = engineEvents(receipt, engine).find((e) => e.eventName === 'FeesAccrued');
+    if (fee?.eventName !== 'FeesAccrued') throw new Error('no FeesAccrued');
+    expect(fee.args.serviceShares + fee.args.partnerShares).toBe(pendingAtOldRate);
+    expect(await r.get('pendingFeeShares')).toBe(0n);
+    await expect(
+      send(
+        fx,
+        OPERATOR,
+        engine,
+        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [3000, 2001] }),
+      ),
+    ).rejects.toThrow();
+    await expect(
+      send(
+        fx,
+        alice,
+        engine,
+        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [0, 0] }),
+      ),
+    ).rejects.toThrow();
+  });
+});
+
+describe('YieldEngine pause and deprecation', () => {
+  it('pause blocks deposits and mints but not withdrawals or redeems', async () => {
+    const engine = await newEngine(fx, fx.syncVault);
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1_000n * USD, alice] });
+    await op(engine, 'pause');
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'isPaused',
+      }),
+    ).toBe(true);
+    expect(await r.maxDeposit(alice)).toBe(0n);
+    expect(await r.maxMint(alice)).toBe(0n);
+    await expect(
+      engineWrite(fx, engine, alice, { fn: 'deposit', args: [1n * USD, alice] }),
+    ).rejects.toThrow();
+    await expect(
+      engineWrite(fx, engine, alice, { fn: 'mint', args: [10n ** 12n, alice] }),
+    ).rejects.toThrow();
+    await engineWrite(fx, engine, alice, { fn: 'withdraw', args: [100n * USD, alice, alice] });
+    const shares = await r.balanceOf(alice);
+    await engineWrite(fx, engine, alice, { fn: 'redeem', args: [shares, alice, alice] });
+    expect(await r.balanceOf(alice)).toBe(0n);
+    await op(engine, 'unpause');
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1n * USD, alice] });
+  });
+
+  it('deprecation is one-way and every holder, fee recipients included, can exit', async () => {
+    const engine = await newEngine(fx, fx.syncVault);
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [20_000n * USD, alice] });
+    await engineWrite(fx, engine, bob, { fn: 'deposit', args: [5_000n * USD, bob] });
+    await warp(fx, 60 * 86_400);
+    await op(engine, 'deprecate');
+    await expect(op(engine, 'deprecate')).rejects.toThrow();
+    expect(await r.maxDeposit(alice)).toBe(0n);
+    await op(engine, 'accrueFees');
+    for (const holder of [alice, bob, SERVICE, PARTNER]) {
+      const shares = await r.balanceOf(holder);
+      expect(shares).toBeGreaterThan(0n);
+      await engineWrite(fx, engine, holder, { fn: 'redeem', args: [shares, holder, holder] });
+      expect(await r.balanceOf(holder)).toBe(0n);
+    }
+    expect(await r.get('totalSupply')).toBe(0n);
+    await expect(
+      engineWrite(fx, engine, carol, { fn: 'deposit', args: [1n * USD, carol] }),
+    ).rejects.toThrow();
+  });
+
+  it('an upstream halt (maxDeposit 0) closes deposits of the engine', async () => {
+    const engine = await newEngine(fx, fx.syncVault);
+    await send(
+      fx,
+      OPERATOR,
+      fx.syncVault,
+      encodeFunctionData({ abi: yieldVaultAbi, functionName: 'setPaused', args: [true] }),
+    );
+    expect(await engineReader(fx, engine).maxDeposit(alice)).toBe(0n);
+    await expect(
+      engineWrite(fx, engine, alice, { fn: 'deposit', args: [1n * USD, alice] }),
+    ).rejects.toThrow();
+    await send(
+      fx,
+      OPERATOR,
+      fx.syncVault,
+      encodeFunctionData({ abi: yieldVaultAbi, functionName: 'setPaused', args: [false] }),
+    );
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1n * USD, alice] });
+  });
+});
+
+describe('YieldEngine inflation defence', () => {
+  it('a first depositor who donates cannot steal a later depositor’s funds', async () => {
+    const engine = await newEngine(fx, fx.syncVault, { service: 0, partner: 0 });
+    const r = engineReader(fx, engine);
+    await setRate(fx, fx.syncVault, 0);
+    // Attacker: deposit 1 base unit, then donate a large amount straight to the engine.
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1n, alice] });
+    await send(
+      fx,
+      alice,
+      fx.asset,
+      encodeFunctionData({
+        abi: testUSDAbi,
+        functionName: 'transfer',
+        args: [engine, 10_000n * USD],
+      }),
+    );
+    const victimDeposit = 5_000n * USD;
+    const { preview: victimShares } = await engineWrite(fx, engine, bob, {
+      fn: 'deposit',
+      args: [victimDeposit, bob],
+    });
+    expect(victimShares).toBeGreaterThan(0n);
+    const victimValue = await r.convertToAssets(await r.balanceOf(bob));
+    // The victim keeps (almost) everything: the loss is at most a hair of the deposit.
+    expect(victimValue).toBeGreaterThanOrEqual((victimDeposit * 9_999n) / 10_000n);
+    const attackerValue = await r.convertToAssets(await r.balanceOf(alice));
+    expect(attackerValue).toBeLessThan(10_000n * USD + 1n); // no profit from the donation
+    await setRate(fx, fx.syncVault, 800);
+  });
+});
+
+describe('YieldEngine over an asynchronous vault', () => {
+  it('requestRedeem emits RedeemRequested, moves neither totalAssets nor fees; claim emits Withdraw', async () => {
+    const engine = await newEngine(fx, fx.asyncVault);
+    const r = engineReader(fx, engine);
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'isAsync',
+      }),
+    ).toBe(true);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [40_000n * USD, alice] });
+    await warp(fx, 5 * 86_400);
+    await op(engine, 'accrueFees');
+    expect(await r.maxDeposit(alice)).toBeGreaterThan(0n);
+    const shares = (await r.balanceOf(alice)) / 2n;
+    // Same block: the request changes neither totalAssets nor pending fees.
+    const ta = await r.get('totalAssets');
+    const fees = await r.get('pendingFeeShares');
+    await fx.rpc('evm_setAutomine', [false]);
+    const data = encodeFunctionData({
+      abi: yieldEngineAbi,
+      functionName: 'requestRedeem',
+      args: [shares, alice, alice],
+    });
+    await fx.rpc('eth_sendTransaction', [{ from: alice, to: engine, data, gas: '0x1e8480' }]);
+    await fx.rpc('evm_setAutomine', [true]);
+    await fx.rpc('evm_setNextBlockTimestamp', [fx.now++]);
+    await fx.rpc('evm_mine', []);
+    const req = await fx.client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'redeemRequest',
+      args: [1n],
+    });
+    expect(req.controller).toBe(alice);
+    expect(req.shares).toBe(shares);
+    // Mined one second later: compare with what one second of yield alone does.
+    expect(await r.get('pendingUnderlyingShares')).toBe(req.underlyingShares);
+    const taAfter = await r.get('totalAssets');
+    expect(taAfter - ta).toBeLessThan(USD / 100n); // only a second of interest
+    expect(taAfter).toBeGreaterThanOrEqual(ta);
+    expect(await r.get('pendingFeeShares')).toBeGreaterThanOrEqual(fees);
+    await expect(
+      engineWrite(fx, engine, alice, { fn: 'redeem', args: [1n, alice, alice] }),
+    ).rejects.toThrow();
+    // Not claimable before the underlying settles.
+    await expect(
+      engineWrite(fx, engine, alice, { fn: 'claimRedeem', args: [1n, alice] }),
+    ).rejects.toThrow();
+    await expect(
+      engineWrite(fx, engine, bob, { fn: 'claimRedeem', args: [1n, bob] }),
+    ).rejects.toThrow();
+    await warp(fx, 86_400 + 60);
+    const before = await assetBalance(fx, alice);
+    const { preview, receipt } = await engineWrite(fx, engine, alice, {
+      fn: 'claimRedeem',
+      args: [1n, alice],
+    });
+    const withdraw = engineEvents(receipt, engine).find((e) => e.eventName === 'Withdraw');
+    if (withdraw?.eventName !== 'Withdraw') throw new Error('no Withdraw');
+    expect(withdraw.args.shares).toBe(shares);
+    expect(withdraw.args.assets).toBe(preview);
+    expect((await assetBalance(fx, alice)) - before).toBe(preview);
+    expect(await r.get('pendingUnderlyingShares')).toBe(0n);
+    await expect(
+      engineWrite(fx, engine, alice, { fn: 'claimRedeem', args: [1n, alice] }),
+    ).rejects.toThrow();
+  });
+});

@@ -1,0 +1,183 @@
+/**
+ * The local chain: the 200-day build within 60 s and its reload, the demo manifest, final on-chain
+ * statuses, logs for every engine, and determinism (two fresh builds with one seed and a fixed
+ * genesis give the same addresses, logs and block hashes).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type Address, decodeEventLog } from 'viem';
+import { mnemonicToAccount } from 'viem/accounts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { yieldEngineAbi } from '../../src/chain/generated/index.ts';
+import { DEV_ADDRESSES, DEV_MNEMONIC } from '../../src/chain/local/accounts.ts';
+import { startAnvil } from '../../src/chain/local/anvil.ts';
+import { buildLocalChain } from '../../src/chain/local/build.ts';
+import {
+  allDemoProducts,
+  DEMO_PARTNERS,
+  PRODUCT_KEYS,
+} from '../../src/chain/local/demo-manifest.ts';
+import type { LocalDeployment } from '../../src/chain/local/deployment.ts';
+import { ensureLocalChain } from '../../src/chain/local/ensure.ts';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('demo manifest', () => {
+  it('names dev accounts that the default mnemonic derives', () => {
+    for (const i of [0, 1, 2, 3, 4, 11, 19]) {
+      expect(mnemonicToAccount(DEV_MNEMONIC, { addressIndex: i }).address).toBe(DEV_ADDRESSES[i]);
+    }
+  });
+
+  it('has two partners with live and test products under every key, unique slugs', () => {
+    expect(DEMO_PARTNERS.map((p) => p.name)).toEqual(['Acme Wallet', 'Bravo Pay']);
+    for (const p of DEMO_PARTNERS) {
+      for (const env of ['live', 'test'] as const) {
+        expect(Object.keys(p.environments[env]).sort()).toEqual([...PRODUCT_KEYS].sort());
+      }
+    }
+    const slugs = allDemoProducts().map((p) => p.slug);
+    expect(new Set(slugs).size).toBe(20);
+    expect(slugs).toContain('acme-live-usdc-core');
+  });
+});
+
+interface LogLine {
+  address: Address;
+  block: bigint;
+  eventName: string;
+  args: string;
+}
+
+async function history(d: LocalDeployment): Promise<{ logs: LogLine[]; hashes: string[] }> {
+  const client = createChainPublicClient(d.rpcUrl, d.chainId);
+  const engines = Object.values(d.engines).map((e) => e.address);
+  const raw = await client.getLogs({
+    address: engines,
+    fromBlock: 0n,
+    toBlock: BigInt(d.historyEndBlock),
+  });
+  const logs = raw.map((l) => {
+    const e = decodeEventLog({ abi: yieldEngineAbi, data: l.data, topics: l.topics });
+    return {
+      address: l.address,
+      block: l.blockNumber,
+      eventName: e.eventName,
+      args: JSON.stringify(e.args, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)),
+    };
+  });
+  const latest = await client.getBlock({ blockNumber: BigInt(d.historyEndBlock) });
+  return { logs, hashes: [latest.hash] };
+}
+
+async function freshBuild(seed: string, days: number, genesisTimestamp: number) {
+  const anvil = await startAnvil({ genesisTimestamp });
+  try {
+    const d = await buildLocalChain({
+      rpcUrl: anvil.rpcUrl,
+      chainId: anvil.chainId,
+      seed,
+      days,
+      genesisTimestamp,
+    });
+    return { d, h: await history(d) };
+  } finally {
+    await anvil.stop();
+  }
+}
+
+describe('local chain', () => {
+  it('is deterministic: same seed and genesis → same addresses, logs and block hashes', async () => {
+    const genesis = 1_767_222_000; // 2025-12-31T23:00:00Z
+    const a = await freshBuild('determinism', 30, genesis);
+    const b = await freshBuild('determinism', 30, genesis);
+    const strip = (d: LocalDeployment) => ({ ...d, rpcUrl: '', timings: undefined });
+    expect(strip(b.d)).toEqual(strip(a.d));
+    expect(b.h.logs).toEqual(a.h.logs);
+    expect(b.h.hashes).toEqual(a.h.hashes);
+    expect(a.h.logs.length).toBeGreaterThan(100);
+    const c = await freshBuild('another-seed', 30, genesis);
+    expect(c.d.engines['acme-live-usdc-core']?.address).toBe(
+      a.d.engines['acme-live-usdc-core']?.address,
+    );
+    expect(c.h.logs).not.toEqual(a.h.logs);
+  });
+
+  it('builds 200 days within 60 s, with history for every engine and the final statuses, and reloads fast', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'chain-test-'));
+    dirs.push(dataDir);
+    const built = await ensureLocalChain({ dataDir, seed: 'demo', days: 200 });
+    let d = built.deployment;
+    try {
+      console.log(`local chain: 200 days built in ${built.seconds} s`, d.timings);
+      expect(built.reloaded).toBe(false);
+      expect(built.seconds).toBeLessThan(60);
+      expect(Object.keys(d.engines)).toHaveLength(16);
+      expect(Object.keys(d.pending)).toHaveLength(4);
+      const { logs } = await history(d);
+      const client = createChainPublicClient(d.rpcUrl, d.chainId);
+      for (const e of Object.values(d.engines)) {
+        const names = new Set(
+          logs
+            .filter((l) => l.address === e.address.toLowerCase() || l.address === e.address)
+            .map((l) => l.eventName),
+        );
+        expect(names.has('Deposit'), e.slug).toBe(true);
+        expect(names.has(e.vaultKind === 'async' ? 'RedeemRequested' : 'Withdraw'), e.slug).toBe(
+          true,
+        );
+        expect(names.has('FeesAccrued'), e.slug).toBe(true);
+        const [paused, deprecated] = await Promise.all([
+          client.readContract({ address: e.address, abi: yieldEngineAbi, functionName: 'paused' }),
+          client.readContract({
+            address: e.address,
+            abi: yieldEngineAbi,
+            functionName: 'deprecated',
+          }),
+        ]);
+        expect(paused, e.slug).toBe(e.status === 'paused');
+        expect(deprecated, e.slug).toBe(e.status === 'deprecated');
+        if (e.status === 'active') expect(e.holders.length, e.slug).toBeGreaterThan(0);
+      }
+      // A day in the middle of the history is readable at its block (historical state).
+      const mid = BigInt(Math.floor(d.historyEndBlock / 2));
+      const core = d.engines['acme-live-usdc-core']!;
+      expect(
+        await client.readContract({
+          address: core.address,
+          abi: yieldEngineAbi,
+          functionName: 'totalAssets',
+          blockNumber: mid,
+        }),
+      ).toBeGreaterThan(0n);
+    } finally {
+      await built.stop();
+    }
+    const reloaded = await ensureLocalChain({ dataDir, seed: 'demo', days: 200 });
+    try {
+      console.log(`local chain: reloaded in ${reloaded.seconds} s`);
+      expect(reloaded.reloaded).toBe(true);
+      expect(reloaded.seconds).toBeLessThan(20);
+      expect(reloaded.deployment.engines).toEqual(d.engines);
+      d = reloaded.deployment;
+      const client = createChainPublicClient(d.rpcUrl, d.chainId);
+      const core = d.engines['acme-live-usdc-core']!;
+      const mid = BigInt(Math.floor(d.historyEndBlock / 2));
+      expect(
+        await client.readContract({
+          address: core.address,
+          abi: yieldEngineAbi,
+          functionName: 'totalAssets',
+          blockNumber: mid,
+        }),
+      ).toBeGreaterThan(0n);
+    } finally {
+      await reloaded.stop();
+    }
+  }, 180_000);
+});

@@ -7,6 +7,11 @@ const { runCli } = await import('../src/cli/main.ts');
 try {
   await runCli(process.argv);
 } catch (err) {
-  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // Operational failures (a server that refuses, a migration that stops) get one clear line; the
+  // stack is for programming errors, or on request with LOG_LEVEL=debug.
+  const operational = err && (typeof err.code === 'string' || err.name === 'MigrationError');
+  const debug = process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace';
+  const text = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`yield-service: ${operational && !debug ? text : (err?.stack ?? text)}\n`);
   process.exit(1);
 }

@@ -7,6 +7,7 @@
 import { buildApp } from './api/app.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
+import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import type { Logger } from './logger.ts';
@@ -21,20 +22,22 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const db = await openDatabase(config);
+  const opening = openDatabase(config).then(async (db) => {
+    try {
+      const applied = await migrate(db);
+      logger.info({ engine: db.engine, applied }, 'database ready');
+      return db;
+    } catch (err) {
+      await db.close().catch(() => {});
+      throw err;
+    }
+  });
+  const db = deferredDatabase(config.DATABASE_URL ? 'postgres' : 'pglite', opening);
   const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
   try {
-    const applied = await migrate(db);
-    logger.info({ engine: db.engine, applied }, 'database ready');
-
-    if (config.ROLES.includes('worker')) {
-      const jobs: Job[] = [];
-      worker = createWorker(jobs, logger);
-      worker.start();
-    }
-
+    // Listen first: liveness answers while storage initialises; readiness waits for it.
     let url: string | undefined;
     if (config.ROLES.includes('api')) {
       app = await buildApp({ db, logger, redis });
@@ -43,6 +46,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       const port = typeof address === 'object' && address ? address.port : config.PORT;
       const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
       url = `http://${host}:${port}`;
+    }
+
+    await opening;
+
+    if (config.ROLES.includes('worker')) {
+      const jobs: Job[] = [];
+      worker = createWorker(jobs, logger);
+      worker.start();
     }
 
     let stopping: Promise<void> | undefined;

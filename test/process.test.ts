@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresAdminUrl } from './helpers/db.ts';
+import { deadPort } from './helpers/net.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
 const dirs: string[] = [];
@@ -53,6 +54,16 @@ describe('the service process', () => {
     expect(p.stderr().trim()).toBe(
       'Configuration error: PORT: expected an integer from 0 to 65535 (got "eighty")',
     );
+  });
+
+  it('exits 1 with one line when the database cannot be reached', async () => {
+    const p = spawnCli(['start'], {
+      DATA_DIR: tempDir(),
+      PORT: '0',
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${await deadPort()}/none`,
+    });
+    expect((await p.exited).code).toBe(1);
+    expect(p.stderr()).toMatch(/^yield-service: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/);
   });
 
   it('migrate applies the schema once, then reports it is up to date', async () => {

@@ -5,7 +5,8 @@ import { ApiError } from '../../src/api/errors.ts';
 import { createRedis } from '../../src/redis.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
-import { deadPort, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
+import { deadPort } from '../helpers/net.ts';
+import { testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
 
 describe('HTTP basics', () => {
   let t: TestDatabase;

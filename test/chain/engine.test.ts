@@ -24,7 +24,6 @@ import {
 } from './helpers.ts';
 
 const [alice, bob, carol] = USERS as [`0x${string}`, `0x${string}`, `0x${string}`];
-const YEAR = 365 * 86_400;
 let fx: Fixture;
 
 beforeAll(async () => {

@@ -125,6 +125,40 @@ const settings = {
     parse: integer(100, 600_000),
     default: '10000',
   },
+  CHAINS_FILE: {
+    describe:
+      'JSON file listing the chains to follow (chain_id, name, rpc_urls, confirmation_depth, block_range_limit, evm, deployer_private_key). Unset: the embedded local anvil chain.',
+    expects: 'a path to a readable JSON file',
+    parse: nonEmpty,
+  },
+  LOCAL_CHAIN_PORT: {
+    describe: 'Port of the embedded local anvil chain on 127.0.0.1 (0 picks a free port).',
+    expects: 'an integer from 0 to 65535',
+    parse: integer(0, 65535),
+    default: '8545',
+  },
+  LOCAL_CHAIN_SEED: {
+    describe: "Seed of the local chain's simulated history: the same seed gives the same history.",
+    expects: 'a non-empty string',
+    parse: nonEmpty,
+    default: 'demo',
+  },
+  LOCAL_CHAIN_DAYS: {
+    describe: 'Days of history the local chain simulates on its first start.',
+    expects: 'an integer from 2 to 730',
+    parse: integer(2, 730),
+    default: '200',
+  },
+  DEMO: {
+    describe:
+      'With the local chain, provision the demo partners, products and keys on a fresh database.',
+    expects: 'true or false',
+    parse: (raw) => {
+      if (raw !== 'true' && raw !== 'false') throw new Error('not a boolean');
+      return raw === 'true';
+    },
+    default: 'true',
+  },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof settings;

@@ -1,0 +1,127 @@
+/**
+ * Repository of stored events. An event is written once: the dedupe key is unique, so writing the
+ * same chain log or the same day's alert twice stores nothing the second time. The payload is kept
+ * as the exact JSON text that webhooks sign and send.
+ */
+import { newId } from '../ids.ts';
+import type { Queryable } from './client.ts';
+import type { Environment } from './products.ts';
+
+export interface NewEvent {
+  partnerId: string;
+  environment: Environment;
+  productId: string | null;
+  eventType: string;
+  dedupeKey: string;
+  payload: Record<string, unknown>;
+  occurredAt: Date;
+  chain?: {
+    chainId: number;
+    blockNumber: bigint;
+    blockHash: `0x${string}`;
+    txHash: `0x${string}`;
+    logIndex: number;
+  };
+}
+
+export interface StoredEvent {
+  id: string;
+  seq: bigint;
+  partnerId: string;
+  environment: Environment;
+  productId: string | null;
+  eventType: string;
+  dedupeKey: string;
+  /** The exact JSON text of the payload. */
+  payload: string;
+  occurredAt: Date;
+  chainId: number | null;
+  blockNumber: bigint | null;
+  txHash: string | null;
+  logIndex: number | null;
+}
+
+interface EventRow {
+  id: string;
+  seq: string;
+  partner_id: string;
+  environment: Environment;
+  product_id: string | null;
+  event_type: string;
+  dedupe_key: string;
+  payload: string;
+  occurred_at: Date;
+  chain_id: string | null;
+  block_number: string | null;
+  tx_hash: string | null;
+  log_index: number | null;
+}
+
+const toEvent = (r: EventRow): StoredEvent => ({
+  id: r.id,
+  seq: BigInt(r.seq),
+  partnerId: r.partner_id,
+  environment: r.environment,
+  productId: r.product_id,
+  eventType: r.event_type,
+  dedupeKey: r.dedupe_key,
+  payload: r.payload,
+  occurredAt: r.occurred_at,
+  chainId: r.chain_id === null ? null : Number(r.chain_id),
+  blockNumber: r.block_number === null ? null : BigInt(r.block_number),
+  txHash: r.tx_hash,
+  logIndex: r.log_index,
+});
+
+/** Dedupe keys of the spec's "Deduplication keys" table. */
+export const dedupeKey = {
+  chainLog: (eventType: string, chainId: number, txHash: string, logIndex: number) =>
+    `${eventType}:${chainId}:${txHash.toLowerCase()}:${logIndex}`,
+  daily: (eventType: string, slug: string, date: string) => `${eventType}:${slug}:${date}`,
+  /** vault_pause is re-emitted once per UTC day while paused, so the day is part of the key. */
+  pause: (slug: string, date: string) => `vault_pause:${slug}:${date}`,
+  productDeployed: (slug: string) => `product.deployed:${slug}`,
+};
+
+export function createEventsRepo(db: Queryable) {
+  return {
+    /** Stores the event unless its dedupe key exists; returns it when it was new. */
+    async insert(e: NewEvent): Promise<StoredEvent | undefined> {
+      const { rows } = await db.query<EventRow>(
+        `INSERT INTO events (id, partner_id, environment, product_id, event_type, dedupe_key, payload,
+           occurred_at, chain_id, block_number, block_hash, tx_hash, log_index)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
+         ON CONFLICT (dedupe_key) DO NOTHING
+         RETURNING *`,
+        [
+          newId('evt'),
+          e.partnerId,
+          e.environment,
+          e.productId,
+          e.eventType,
+          e.dedupeKey,
+          JSON.stringify(e.payload),
+          e.occurredAt,
+          e.chain?.chainId ?? null,
+          e.chain?.blockNumber.toString() ?? null,
+          e.chain?.blockHash ?? null,
+          e.chain?.txHash ?? null,
+          e.chain?.logIndex ?? null,
+        ],
+      );
+      return rows[0] && toEvent(rows[0]);
+    },
+
+    async list(filter: { eventType?: string; productId?: string } = {}): Promise<StoredEvent[]> {
+      const { rows } = await db.query<EventRow>(
+        `SELECT * FROM events
+         WHERE ($1::text IS NULL OR event_type = $1) AND ($2::text IS NULL OR product_id = $2)
+         ORDER BY seq`,
+        [filter.eventType ?? null, filter.productId ?? null],
+      );
+      return rows.map(toEvent);
+    },
+  };
+}
+
+export type EventsRepo = ReturnType<typeof createEventsRepo>;

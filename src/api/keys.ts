@@ -1,0 +1,42 @@
+/**
+ * API key material: generation, hashing and the environment a key's prefix names. A key is
+ * `svc_live_` or `svc_test_` followed by 43 base64url characters (32 random bytes). Only its SHA-256
+ * is stored; lookups hash the presented key, so comparing stored and presented values never runs
+ * over the secret itself, and the final equality check is constant-time.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Environment } from '../db/products.ts';
+
+export const KEY_PREFIX = { live: 'svc_live_', test: 'svc_test_' } as const satisfies Record<
+  Environment,
+  string
+>;
+const KEY_BODY = /^[A-Za-z0-9_-]{43}$/;
+
+export function generateApiKey(environment: Environment): string {
+  return `${KEY_PREFIX[environment]}${randomBytes(32).toString('base64url')}`;
+}
+
+export function hashApiKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** The environment a key claims by its prefix, or undefined for a string that is no key of ours. */
+export function environmentOfKey(key: string): Environment | undefined {
+  for (const env of ['live', 'test'] as const) {
+    if (key.startsWith(KEY_PREFIX[env]) && KEY_BODY.test(key.slice(KEY_PREFIX[env].length))) {
+      return env;
+    }
+  }
+  return undefined;
+}
+
+/** Constant-time equality of two hashes (equal length by construction). */
+export function sameHash(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** How a key is shown after creation: prefix, an ellipsis and its last four characters. */
+export function maskKey(prefix: string, last4: string): string {
+  return `${prefix}…${last4}`;
+}

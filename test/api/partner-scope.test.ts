@@ -1,0 +1,199 @@
+/**
+ * The authenticated partner scope: key checks, the failed-auth limit per address, per-key budgets
+ * with their headers, the order of checks, and (with Redis) two API processes sharing one budget.
+ */
+import { Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsync } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/api/app.ts';
+import {
+  FAILED_AUTH_LIMIT,
+  partnerOf,
+  partnerScope,
+  RATE_LIMITS,
+} from '../../src/api/partner-scope.ts';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createRedis } from '../../src/redis.ts';
+import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
+import { captureLogger } from '../helpers/logs.ts';
+import { testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
+
+/** A route used only by this test: it echoes who the scope says the caller is. */
+const whoami: FastifyPluginAsync = async (app) => {
+  app.get(
+    '/api/partner/_whoami',
+    {
+      schema: { querystring: Type.Object({ n: Type.Optional(Type.Integer({ minimum: 1 })) }) },
+      config: { validationErrorCode: () => 'invalid_days' },
+    },
+    async (request) => ({ success: true, data: partnerOf(request) }),
+  );
+};
+
+async function setup(t: TestDatabase, opts: { windowMs?: number; redisPrefix?: string } = {}) {
+  const redis =
+    opts.redisPrefix && testRedisUrl()
+      ? createRedis(testRedisUrl()!, { keyPrefix: opts.redisPrefix })
+      : undefined;
+  const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+  await app.register(partnerScope, {
+    keys: createApiKeysRepo(t.db),
+    redis,
+    routes: [whoami],
+    ...(opts.windowMs ? { windowMs: opts.windowMs } : {}),
+  });
+  await app.ready();
+  return { app, redis };
+}
+
+describe('partner scope', () => {
+  let t: TestDatabase;
+  let live: string;
+  let sandbox: string;
+  let revoked: string;
+  let partnerId: string;
+
+  beforeAll(async () => {
+    t = await freshDatabase('pglite');
+    const partner = await createPartnersRepo(t.db).create('Acme');
+    partnerId = partner.id;
+    const keys = createApiKeysRepo(t.db);
+    live = (await keys.create(partner.id, 'live')).key;
+    sandbox = (await keys.create(partner.id, 'test')).key;
+    const r = await keys.create(partner.id, 'live');
+    await keys.revoke(r.record.id);
+    revoked = r.key;
+  });
+  afterAll(async () => {
+    await t.drop();
+  });
+
+  it('accepts a valid key and tells the route who the caller is, with budget headers', async () => {
+    const { app } = await setup(t);
+    const res = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': live } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toMatchObject({ partnerId, partnerName: 'Acme', environment: 'live' });
+    expect(res.headers['ratelimit-limit']).toBe(String(RATE_LIMITS.live));
+    expect(res.headers['ratelimit-remaining']).toBe(String(RATE_LIMITS.live - 1));
+    expect(Number(res.headers['ratelimit-reset'])).toBeGreaterThan(0);
+    await app.close();
+  });
+
+  it.each([
+    ['missing', undefined, 'missing_api_key'],
+    ['empty', '', 'missing_api_key'],
+    ['unknown prefix', `svc_prod_${'A'.repeat(43)}`, 'invalid_api_key'],
+    ['well-formed but unknown', `svc_live_${'A'.repeat(43)}`, 'invalid_api_key'],
+    ['revoked', 'REVOKED', 'revoked_api_key'],
+  ])('answers 401 for a %s key', async (_name, key, code) => {
+    const { app } = await setup(t);
+    const headers = key === undefined ? {} : { 'x-api-key': key === 'REVOKED' ? revoked : key };
+    const res = await app.inject({ url: '/api/partner/_whoami', headers });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ success: false, code, message: expect.any(String) });
+    await app.close();
+  });
+
+  it('checks the key before the request shape, and the shape after the budget', async () => {
+    const { app } = await setup(t);
+    const noKey = await app.inject({ url: '/api/partner/_whoami?n=zero' });
+    expect(noKey.json().code).toBe('missing_api_key');
+    const badShape = await app.inject({
+      url: '/api/partner/_whoami?n=zero',
+      headers: { 'x-api-key': live },
+    });
+    expect(badShape.statusCode).toBe(400);
+    expect(badShape.json().code).toBe('invalid_days'); // the route's own code for its schema
+    expect(badShape.headers['ratelimit-remaining']).toBeDefined(); // counted before validation
+    await app.close();
+  });
+
+  it('exhausts a sandbox budget at exactly 100, answers 429 with Retry-After, and resets', async () => {
+    // The window is long enough that 100 requests fit well inside it even on a loaded machine.
+    const { app } = await setup(t, { windowMs: 4000 });
+    for (let i = 1; i <= RATE_LIMITS.test; i++) {
+      const ok = await app.inject({
+        url: '/api/partner/_whoami',
+        headers: { 'x-api-key': sandbox },
+      });
+      expect(ok.statusCode, `request ${i}`).toBe(200);
+    }
+    const over = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': sandbox },
+    });
+    expect(over.statusCode).toBe(429);
+    expect(over.json()).toMatchObject({ success: false, code: 'rate_limited' });
+    expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(over.headers['ratelimit-remaining']).toBe('0');
+    // Another key of the same partner has its own budget.
+    const other = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': live } });
+    expect(other.statusCode).toBe(200);
+    await new Promise((r) => setTimeout(r, Number(over.headers['retry-after']) * 1000 + 100));
+    const after = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': sandbox },
+    });
+    expect(after.statusCode).toBe(200);
+    await app.close();
+  });
+
+  it('limits repeated failed authentication per client address', async () => {
+    const { app } = await setup(t, { windowMs: 60_000 });
+    for (let i = 0; i < FAILED_AUTH_LIMIT; i++) {
+      const r = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': 'nope' } });
+      expect(r.statusCode).toBe(401);
+    }
+    const blocked = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': live },
+    });
+    expect(blocked.statusCode).toBe(429);
+    expect(blocked.json().code).toBe('rate_limited');
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    // Another address is unaffected.
+    const elsewhere = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': live },
+      remoteAddress: '127.0.0.9',
+    });
+    expect(elsewhere.statusCode).toBe(200);
+    await app.close();
+  });
+
+  it('never counts the liveness probe and never asks it for a key', async () => {
+    const { app } = await setup(t);
+    for (let i = 0; i < 3; i++) {
+      const res = await app.inject({ url: '/health' });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['ratelimit-limit']).toBeUndefined();
+    }
+    await app.close();
+  });
+
+  it.runIf(testRedisUrl())(
+    'two API processes share one key budget exactly through Redis',
+    async () => {
+      const prefix = uniqueRedisPrefix();
+      const a = await setup(t, { redisPrefix: prefix, windowMs: 30_000 });
+      const b = await setup(t, { redisPrefix: prefix, windowMs: 30_000 });
+      const statuses: number[] = [];
+      // Alternate between the two apps: together they must allow exactly the sandbox budget.
+      for (let i = 0; i < RATE_LIMITS.test + 10; i++) {
+        const app = i % 2 === 0 ? a.app : b.app;
+        const res = await app.inject({
+          url: '/api/partner/_whoami',
+          headers: { 'x-api-key': sandbox },
+        });
+        statuses.push(res.statusCode);
+      }
+      expect(statuses.filter((s) => s === 200)).toHaveLength(RATE_LIMITS.test);
+      expect(statuses.slice(RATE_LIMITS.test).every((s) => s === 429)).toBe(true);
+      for (const x of [a, b]) {
+        await x.app.close();
+        await x.redis?.quit();
+      }
+    },
+  );
+});

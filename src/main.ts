@@ -5,6 +5,7 @@
  */
 
 import { buildApp } from './api/app.ts';
+import type { ChainSettings } from './chain/chains.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { deferredDatabase } from './db/deferred.ts';
@@ -12,13 +13,28 @@ import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import type { Logger } from './logger.ts';
 import { createRedis, type Redis } from './redis.ts';
-import { createWorker, type Job, type Worker } from './worker/runner.ts';
+import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
+import { provisionDemo } from './sync/demo.ts';
+import { buildWorkerJobs } from './sync/worker-jobs.ts';
+import { createWorker, type Worker } from './worker/runner.ts';
 
 export interface RunningService {
   /** Base URL of the HTTP server when the api role runs. */
   url: string | undefined;
   db: Database;
+  /**
+   * Settles once the chains are up (the local chain is built or reloaded, which can take seconds),
+   * the demo is provisioned and the worker runs. The HTTP server does not wait for it: liveness
+   * answers from the start. Rejects when the chains cannot be started.
+   */
+  ready: Promise<ServiceChains>;
   stop(): Promise<void>;
+}
+
+export interface ServiceChains {
+  chains: ChainSettings[];
+  /** RPC URL of the embedded local chain, when no CHAINS_FILE is set. */
+  localRpcUrl?: string;
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
@@ -50,20 +66,38 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
     await opening;
 
-    if (config.ROLES.includes('worker')) {
-      const jobs: Job[] = [];
-      worker = createWorker(jobs, logger);
-      worker.start();
-    }
+    // Chains after storage, in the background: building a fresh local chain takes seconds and
+    // neither liveness nor readiness waits for it.
+    let runtime: ChainRuntime | undefined;
+    let stopRequested = false;
+    const ready = (async (): Promise<ServiceChains> => {
+      runtime = await startChainRuntime(config, logger);
+      const local = runtime.local;
+      if (!stopRequested && config.DEMO && local) {
+        const client = runtime.clients.get(local.deployment.chainId)!;
+        await provisionDemo({ db, logger, deployment: local.deployment, client });
+      }
+      if (!stopRequested && config.ROLES.includes('worker')) {
+        worker = createWorker(buildWorkerJobs({ db, logger, runtime }), logger);
+        worker.start();
+      }
+      return { chains: runtime.chains, localRpcUrl: local?.anvil.rpcUrl };
+    })();
+    ready.catch(() => {}); // the caller handles it through `ready`; never an unhandled rejection
 
     let stopping: Promise<void> | undefined;
     return {
       url,
       db,
+      ready,
       stop() {
         stopping ??= (async () => {
-          // app.close() stops accepting connections and waits for in-flight requests.
-          await Promise.all([app?.close(), worker?.stop()]);
+          stopRequested = true;
+          // app.close() stops accepting connections and waits for in-flight requests. A chain
+          // still starting cannot be interrupted: wait for it, then stop it.
+          await Promise.all([app?.close(), ready.catch(() => {})]);
+          await worker?.stop();
+          await runtime?.stop();
           await Promise.all([db.close(), redis?.quit()]);
         })();
         return stopping;

@@ -8,6 +8,8 @@ import { deadPort } from './helpers/net.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
 const dirs: string[] = [];
+/** A small local chain on a free port: the default 200 days on 8545 is for `npm start`. */
+const CHAIN = { LOCAL_CHAIN_PORT: '0', LOCAL_CHAIN_DAYS: '2', DEMO: 'false' };
 const tempDir = () => {
   const d = mkdtempSync(path.join(tmpdir(), 'pys-proc-'));
   dirs.push(d);
@@ -19,7 +21,7 @@ afterAll(() => {
 
 describe('the service process', () => {
   it('starts on a fresh DATA_DIR, answers /health, and exits 0 on SIGTERM with no error logged', async () => {
-    const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: '0' });
+    const p = spawnCli(['start'], { ...CHAIN, DATA_DIR: tempDir(), PORT: '0' });
     const url = await waitFor(
       () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
       30_000,
@@ -41,7 +43,7 @@ describe('the service process', () => {
   });
 
   it('exits 0 on SIGINT too', async () => {
-    const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: '0', ROLES: 'api' });
+    const p = spawnCli(['start'], { ...CHAIN, DATA_DIR: tempDir(), PORT: '0', ROLES: 'api' });
     await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 30_000, 'listening');
     p.child.kill('SIGINT');
     expect((await p.exited).code).toBe(0);
@@ -78,6 +80,7 @@ describe('the service process', () => {
 
   it.runIf(postgresAdminUrl())('runs on PostgreSQL when DATABASE_URL is set', async () => {
     const p = spawnCli(['start'], {
+      ...CHAIN,
       DATA_DIR: tempDir(),
       PORT: '0',
       ROLES: 'api',

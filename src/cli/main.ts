@@ -31,9 +31,10 @@ async function runStart(): Promise<void> {
     process.stdout.write(`Partner yield service listening on ${service.url}\n`);
   }
   let shuttingDown = false;
-  const shutdown = (signal: NodeJS.Signals) => {
+  const shutdown = (signal: NodeJS.Signals | 'chain failure') => {
     if (shuttingDown) return;
     shuttingDown = true;
+    const failed = signal === 'chain failure';
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => {
       logger.warn('shutdown timed out; exiting with work in flight');
@@ -43,7 +44,7 @@ async function runStart(): Promise<void> {
     service.stop().then(
       () => {
         logger.info('shutdown complete');
-        process.exit(0);
+        process.exit(failed ? 1 : 0);
       },
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
@@ -53,6 +54,20 @@ async function runStart(): Promise<void> {
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  service.ready.then(
+    (ready) => {
+      if (ready.localRpcUrl) {
+        process.stdout.write(`Local chain RPC URL ${ready.localRpcUrl}\n`);
+      }
+    },
+    (err: unknown) => {
+      logger.error({ err }, 'chains failed to start');
+      process.stderr.write(
+        `yield-service: chains failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
+      shutdown('chain failure');
+    },
+  );
 }
 
 async function runMigrate(): Promise<void> {

@@ -1,0 +1,153 @@
+/**
+ * The chains a process works with. CHAINS_FILE names them; without it the embedded local chain
+ * (anvil, built or reloaded under DATA_DIR/chain) is the one chain, confirmation depth 2, with the
+ * anvil dev account 0 (the owner of every demo engine) as its deployer.
+ */
+import { existsSync } from 'node:fs';
+import { type Hex, toHex } from 'viem';
+import { mnemonicToAccount } from 'viem/accounts';
+import {
+  type ChainSettings,
+  createSyncClient,
+  LOCAL_CHAIN_DEFAULTS,
+  readChainsFile,
+  type SyncPublicClient,
+} from '../chain/chains.ts';
+import { DEV_MNEMONIC } from '../chain/local/accounts.ts';
+import { DEFAULT_CHAIN_ID } from '../chain/local/anvil.ts';
+import { deploymentFile, type LocalDeployment, readDeployment } from '../chain/local/deployment.ts';
+import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
+import { createRpc } from '../chain/local/rpc.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+
+export interface ChainRuntime {
+  chains: ChainSettings[];
+  /** One public client per chain id (RPC fallback across the chain's URLs). */
+  clients: Map<number, SyncPublicClient>;
+  /** The embedded chain, when no CHAINS_FILE is set. */
+  local?: LocalChain;
+  /** Stops what this runtime started (anvil saves its state on stop). */
+  stop(): Promise<void>;
+}
+
+/** Private key of the anvil dev account 0 of the default mnemonic: deployer and engine owner. */
+export function devDeployerKey(): Hex {
+  const key = mnemonicToAccount(DEV_MNEMONIC, { addressIndex: 0 }).getHdKey().privateKey;
+  if (!key) throw new Error('cannot derive the dev account key');
+  return toHex(key);
+}
+
+export function localChainSettings(rpcUrl: string, chainId = DEFAULT_CHAIN_ID): ChainSettings {
+  return {
+    chainId,
+    name: LOCAL_CHAIN_DEFAULTS.name,
+    rpcUrls: [rpcUrl],
+    confirmationDepth: LOCAL_CHAIN_DEFAULTS.confirmationDepth,
+    blockRangeLimit: LOCAL_CHAIN_DEFAULTS.blockRangeLimit,
+    evm: true,
+    deployerPrivateKey: devDeployerKey(),
+  };
+}
+
+/**
+ * anvil mines a block only when a transaction arrives, so on a quiet local chain a transaction
+ * would never get `depth` blocks on top of it and nothing would ever confirm. After every block
+ * that holds transactions this mines `depth` empty blocks, so confirmations come within a second,
+ * as they would on a chain with steady block times, without filling the saved state with empty
+ * blocks while nothing happens.
+ */
+export function startLocalConfirmer(
+  rpcUrl: string,
+  depth: number,
+  logger: Logger,
+  intervalMs = 500,
+): { stop(): Promise<void> } {
+  const rpc = createRpc(rpcUrl);
+  let seen = -1n;
+  let stopped = false;
+  let running: Promise<void> | undefined;
+  const poll = async () => {
+    const head = BigInt((await rpc('eth_blockNumber', [])) as string);
+    if (head === seen) return;
+    const block = (await rpc('eth_getBlockByNumber', [toHex(head), false])) as {
+      transactions: unknown[];
+    } | null;
+    if (seen >= 0n && block && block.transactions.length > 0 && depth > 0) {
+      await rpc('anvil_mine', [toHex(depth)]);
+      seen = head + BigInt(depth);
+    } else seen = head;
+  };
+  const timer = setInterval(() => {
+    if (stopped || running) return;
+    running = poll()
+      .catch((err: unknown) => logger.debug({ err }, 'local confirmer poll failed'))
+      .finally(() => {
+        running = undefined;
+      });
+  }, intervalMs);
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+/** Starts (or reads) the chains of this process. */
+export async function startChainRuntime(config: Config, logger: Logger): Promise<ChainRuntime> {
+  if (config.CHAINS_FILE) {
+    const chains = readChainsFile(config.CHAINS_FILE);
+    return {
+      chains,
+      clients: new Map(chains.map((c) => [c.chainId, createSyncClient(c)])),
+      stop: async () => {},
+    };
+  }
+  const local = await ensureLocalChain({
+    dataDir: config.DATA_DIR,
+    seed: config.LOCAL_CHAIN_SEED,
+    days: config.LOCAL_CHAIN_DAYS,
+    port: config.LOCAL_CHAIN_PORT,
+  });
+  const settings = localChainSettings(local.anvil.rpcUrl, local.deployment.chainId);
+  const confirmer = startLocalConfirmer(local.anvil.rpcUrl, settings.confirmationDepth, logger);
+  logger.info(
+    {
+      rpcUrl: local.anvil.rpcUrl,
+      chainId: settings.chainId,
+      reloaded: local.reloaded,
+      seconds: local.seconds,
+    },
+    'local chain ready',
+  );
+  return {
+    chains: [settings],
+    clients: new Map([[settings.chainId, createSyncClient(settings)]]),
+    local,
+    async stop() {
+      await confirmer.stop();
+      await local.stop();
+    },
+  };
+}
+
+/**
+ * The chains as a one-shot CLI command sees them, without starting anything: CHAINS_FILE, or the
+ * local chain at the RPC URL the running service wrote into DATA_DIR/chain/deployment.json
+ * (undefined rpc when the local chain was never built).
+ */
+export function configuredChains(config: Config): {
+  chains: ChainSettings[];
+  local?: LocalDeployment;
+} {
+  if (config.CHAINS_FILE) return { chains: readChainsFile(config.CHAINS_FILE) };
+  const file = deploymentFile(config.DATA_DIR);
+  if (!existsSync(file)) {
+    // Never built: products can still be created for it; operator calls need it running.
+    return { chains: [localChainSettings(`http://127.0.0.1:${config.LOCAL_CHAIN_PORT}`)] };
+  }
+  const local = readDeployment(file);
+  return { chains: [localChainSettings(local.rpcUrl, local.chainId)], local };
+}

@@ -1,0 +1,155 @@
+/**
+ * Demo provisioning: on a fresh database with the local chain and DEMO=true, the two demo partners
+ * of src/chain/local/demo-manifest.ts and their products in both environments, in every status.
+ *
+ * - Engines the local chain deployed become products already deployed, with their final on-chain
+ *   status (a paused one is recorded as paused on chain, not by the operator). Their history is
+ *   NOT written here: the metrics processor computes every day from the chain.
+ * - The manifest's `pending_deploy` product of each partner environment is created HELD: it stays
+ *   `pending_deploy` for good, so the demo always has a product that answers 409
+ *   engine_not_deployed (and the demo credentials can name one). The hold is the ordinary operator
+ *   mechanism (`product create --hold` / `product release`), not a demo special case in the worker.
+ * - To show the move pending_deploy → active with its `product.deployed` event, each partner
+ *   environment also gets a "USDC Launch" product over the same vault, created pending and not
+ *   held: the lifecycle worker deploys it within seconds of the first start.
+ */
+import type { Address } from 'viem';
+import type { SyncPublicClient } from '../chain/chains.ts';
+import { yieldEngineAbi } from '../chain/generated/YieldEngine.ts';
+import {
+  DEMO_PARTNERS,
+  type DemoProduct,
+  ENVIRONMENTS,
+  PRODUCT_KEYS,
+} from '../chain/local/demo-manifest.ts';
+import type { LocalDeployment } from '../chain/local/deployment.ts';
+import type { Database } from '../db/client.ts';
+import { createPartnersRepo } from '../db/partners.ts';
+import { createProductsRepo, type NewProduct } from '../db/products.ts';
+import type { Logger } from '../logger.ts';
+import { createDeployStore } from './lifecycle/store.ts';
+
+export interface DemoResult {
+  provisioned: boolean;
+  partners: string[];
+  products: number;
+}
+
+/** Slug of the extra product the worker deploys on the first start (see the header). */
+export function launchSlug(p: DemoProduct): string {
+  return `${p.partnerKey}-${p.environment}-usdc-launch`;
+}
+
+export async function provisionDemo(options: {
+  db: Database;
+  logger: Logger;
+  deployment: LocalDeployment;
+  client: SyncPublicClient;
+}): Promise<DemoResult> {
+  const { db, logger, deployment, client } = options;
+  const none: DemoResult = { provisioned: false, partners: [], products: 0 };
+  if ((await createPartnersRepo(db).list()).length > 0) return none;
+
+  // Chain reads first, outside the transaction: share decimals and deployment block times.
+  const engines = Object.values(deployment.engines);
+  const chainFacts = new Map(
+    await Promise.all(
+      engines.map(async (e) => {
+        const [decimals, block] = await Promise.all([
+          client.readContract({
+            address: e.address,
+            abi: yieldEngineAbi,
+            functionName: 'decimals',
+          }),
+          client.getBlock({ blockNumber: BigInt(e.deploymentBlock) }),
+        ]);
+        return [e.slug, { decimals, at: new Date(Number(block.timestamp) * 1000) }] as const;
+      }),
+    ),
+  );
+
+  const common = (p: DemoProduct) => ({
+    environment: p.environment,
+    slug: p.slug,
+    displayName: p.displayName,
+    riskLabel: p.riskLabel,
+    chainId: deployment.chainId,
+    vaultKind: p.vaultKind,
+    engineName: p.engineName,
+    engineSymbol: p.engineSymbol,
+    assetAddress: deployment.asset.address,
+    assetSymbol: deployment.asset.symbol,
+    assetDecimals: deployment.asset.decimals,
+    serviceFeeBps: p.serviceFeeBps,
+    partnerFeeBps: p.partnerFeeBps,
+    serviceFeeRecipient: deployment.serviceFeeRecipient,
+    partnerFeeRecipient: p.partnerRecipient,
+    usdPrice: null,
+  });
+
+  try {
+    return await db.transaction(async (tx) => {
+      const partnersRepo = createPartnersRepo(tx);
+      // Re-checked inside the transaction: two processes starting at once provision once.
+      if ((await partnersRepo.list()).length > 0) return none;
+      const products = createProductsRepo(tx);
+      const store = createDeployStore(tx);
+      let count = 0;
+      for (const partner of DEMO_PARTNERS) {
+        const { id: partnerId } = await partnersRepo.create(partner.name);
+        for (const env of ENVIRONMENTS) {
+          for (const key of PRODUCT_KEYS) {
+            const p = partner.environments[env][key];
+            const engine = deployment.engines[p.slug];
+            const pending = deployment.pending[p.slug];
+            if (engine) {
+              const facts = chainFacts.get(p.slug)!;
+              await products.create({
+                ...common(p),
+                partnerId,
+                underlyingVaultAddress: engine.underlyingVault,
+                serviceFeeRecipient: engine.serviceFeeRecipient,
+                partnerFeeRecipient: engine.partnerFeeRecipient,
+                deployed: {
+                  engineAddress: engine.address,
+                  shareDecimals: facts.decimals,
+                  block: BigInt(engine.deploymentBlock),
+                  at: facts.at,
+                  status: engine.status,
+                },
+              });
+              count++;
+            } else if (pending) {
+              const base: NewProduct = {
+                ...common(p),
+                partnerId,
+                underlyingVaultAddress: pending.params.underlyingVault as Address,
+              };
+              const held = await products.create(base);
+              await store.setHold(held.id, true);
+              await products.create({
+                ...base,
+                slug: launchSlug(p),
+                displayName: p.displayName.replace('Next', 'Launch'),
+                engineName: p.engineName.replace('Next', 'Launch'),
+                engineSymbol: p.engineSymbol.replace(/-NEXT$/, '-LAUNCH'),
+              });
+              count += 2;
+            } else {
+              throw new Error(`demo product ${p.slug} is missing from the local deployment`);
+            }
+          }
+        }
+      }
+      logger.info(
+        { partners: DEMO_PARTNERS.map((p) => p.name), products: count },
+        'demo provisioned',
+      );
+      return { provisioned: true, partners: DEMO_PARTNERS.map((p) => p.name), products: count };
+    });
+  } catch (err) {
+    // Another process provisioned first (unique partner name): nothing left to do.
+    if ((await createPartnersRepo(db).list()).length > 0) return none;
+    throw err;
+  }
+}

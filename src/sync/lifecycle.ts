@@ -1,0 +1,345 @@
+/**
+ * The product lifecycle worker, one per chain, under the lease `lifecycle:<chainId>` so that with
+ * several workers exactly one moves the products of a chain.
+ *
+ * Each tick:
+ * 1. Deploys `pending_deploy` products (not held) through the chain's deployer account. The
+ *    deployment is signed locally and its hash and raw bytes are stored BEFORE it is broadcast, so
+ *    a worker that restarts at any point resumes the same transaction (rebroadcasting it when the
+ *    node never saw it) and never deploys a second engine. Once the receipt is `confirmationDepth`
+ *    blocks deep, the product moves to `active` and its `product.deployed` event is stored in the
+ *    same transaction. The first daily snapshot is not written here: the metrics processor
+ *    backfills every day from `deployed_block` (DECISIONS: latest_metrics is null only while
+ *    pending_deploy; the processor's next run fills it).
+ * 2. Follows the chain for every deployed `active`/`paused` product, at the confirmed block
+ *    (head − depth, so a shallow reorg cannot flip a status): engine `paused()` → chain reason,
+ *    underlying vault `paused()` (when it has one) or `maxDeposit(engine) == 0` → upstream reason,
+ *    engine `deprecated()` → `deprecated` (final). `vault_pause` events: see applyPauseReasons.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  type Address,
+  encodeDeployData,
+  getAddress,
+  type Hash,
+  keccak256,
+  parseAbi,
+  parseTransaction,
+  TransactionReceiptNotFoundError,
+} from 'viem';
+import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
+import { engineConstructorArgs } from '../chain/deploy.ts';
+import { yieldEngineAbi, yieldEngineBytecode } from '../chain/generated/YieldEngine.ts';
+import type { Database } from '../db/client.ts';
+import { createEventsRepo, dedupeKey } from '../db/events.ts';
+import { createLeasesRepo } from '../db/leases.ts';
+import { createProductsRepo, type Product } from '../db/products.ts';
+import type { Logger } from '../logger.ts';
+import { createPeriodicJob, type Job } from '../worker/runner.ts';
+import { chainErrorMessage, operatorWallet, readEngineFlags } from './lifecycle/operator.ts';
+import { applyPauseReasons } from './lifecycle/status.ts';
+import { createDeployStore } from './lifecycle/store.ts';
+
+export interface LifecycleOptions {
+  db: Database;
+  logger: Logger;
+  chain: ChainSettings;
+  client: SyncPublicClient;
+  /** Identity of this worker in the lease table. */
+  holder: string;
+  /** Clock for the once-per-UTC-day `vault_pause` (tests move it). */
+  now?: () => Date;
+  leaseTtlMs?: number;
+}
+
+export interface LifecycleTickResult {
+  /** False when another worker holds this chain's lease. */
+  leased: boolean;
+  deployed: string[];
+  /** Slugs whose status changed this tick. */
+  moved: string[];
+}
+
+/** Upstream vault reads; `paused()` is optional (not every ERC-4626 vault has one). */
+const upstreamAbi = parseAbi([
+  'function paused() view returns (bool)',
+  'function maxDeposit(address receiver) view returns (uint256)',
+]);
+
+export function defaultHolder(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+export function createLifecycle(options: LifecycleOptions) {
+  const { db, logger, chain, client, holder } = options;
+  const now = options.now ?? (() => new Date());
+  const leaseName = `lifecycle:${chain.chainId}`;
+  const leaseTtlMs = options.leaseTtlMs ?? 30_000;
+  const wallet = operatorWallet(chain);
+  const products = createProductsRepo(db);
+  const store = createDeployStore(db);
+  const leases = createLeasesRepo(db);
+  const log = logger.child({ job: leaseName });
+  const warnedNoDeployer = new Set<string>();
+
+  /** Signs the deployment, records it, then broadcasts it. */
+  async function startDeployment(p: Product): Promise<void> {
+    if (!wallet) {
+      if (!warnedNoDeployer.has(p.id)) {
+        warnedNoDeployer.add(p.id);
+        log.warn(
+          { slug: p.slug, chainId: chain.chainId },
+          'no deployer_private_key for this chain: product stays pending_deploy',
+        );
+      }
+      return;
+    }
+    const data = encodeDeployData({
+      abi: yieldEngineAbi,
+      bytecode: yieldEngineBytecode,
+      args: engineConstructorArgs({
+        asset: p.assetAddress,
+        underlyingVault: p.underlyingVaultAddress,
+        name: p.engineName,
+        symbol: p.engineSymbol,
+        serviceFeeRecipient: p.serviceFeeRecipient,
+        partnerFeeRecipient: p.partnerFeeRecipient,
+        serviceFeeBps: p.serviceFeeBps,
+        partnerFeeBps: p.partnerFeeBps,
+        operator: wallet.account.address,
+      }),
+    });
+    const request = await wallet.prepareTransactionRequest({ data });
+    const raw = await wallet.signTransaction(request);
+    const hash = keccak256(raw);
+    if (!(await store.recordSigned(p.id, hash, raw))) return; // moved meanwhile
+    log.info({ slug: p.slug, txHash: hash }, 'deploying engine');
+    await broadcast(raw).catch((err: unknown) => {
+      // Recorded: the next tick rebroadcasts the same bytes.
+      log.warn({ slug: p.slug, txHash: hash, err: chainErrorMessage(err) }, 'broadcast failed');
+    });
+  }
+
+  async function broadcast(raw: `0x${string}`): Promise<void> {
+    await client.sendRawTransaction({ serializedTransaction: raw });
+  }
+
+  /** Follows a recorded deployment; returns true when the product moved to active. */
+  async function followDeployment(p: Product, txHash: Hash, head: bigint): Promise<boolean> {
+    let receipt: Awaited<ReturnType<SyncPublicClient['getTransactionReceipt']>> | undefined;
+    try {
+      receipt = await client.getTransactionReceipt({ hash: txHash });
+    } catch (err) {
+      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
+    }
+    if (!receipt) {
+      await resendOrForget(p, txHash);
+      return false;
+    }
+    if (receipt.status !== 'success' || !receipt.contractAddress) {
+      // A constructor that reverted will revert again: hold it for the operator rather than
+      // paying for the same failure every tick.
+      log.error(
+        { slug: p.slug, txHash },
+        'engine deployment reverted; product held (fix it, then `product release`)',
+      );
+      await store.clearDeploy(p.id, txHash, true);
+      return false;
+    }
+    if (receipt.blockNumber > head - BigInt(chain.confirmationDepth)) return false;
+
+    const engine = getAddress(receipt.contractAddress); // EIP-55, as every stored address
+    const [shareDecimals, block] = await Promise.all([
+      client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'decimals',
+        blockNumber: receipt.blockNumber,
+      }),
+      client.getBlock({ blockNumber: receipt.blockNumber }),
+    ]);
+    const at = new Date(Number(block.timestamp) * 1000);
+    const moved = await db.transaction(async (tx) => {
+      const ok = await createProductsRepo(tx).markDeployed(p.id, {
+        engineAddress: engine,
+        shareDecimals,
+        block: receipt.blockNumber,
+        at,
+      });
+      if (!ok) return false;
+      await createEventsRepo(tx).insert({
+        partnerId: p.partnerId,
+        environment: p.environment,
+        productId: p.id,
+        eventType: 'product.deployed',
+        dedupeKey: dedupeKey.productDeployed(p.slug),
+        payload: {
+          slug: p.slug,
+          chain_id: chain.chainId,
+          engine_contract_address: engine,
+          underlying_vault_address: p.underlyingVaultAddress,
+          status: 'active',
+          occurred_at: at.toISOString(),
+        },
+        occurredAt: at,
+      });
+      return true;
+    });
+    if (moved) {
+      log.info(
+        { slug: p.slug, engine, block: receipt.blockNumber.toString() },
+        'engine deployed; product active',
+      );
+    }
+    return moved;
+  }
+
+  /**
+   * The node does not know the deployment: rebroadcast the stored bytes. When the deployer's nonce
+   * has moved past it, the transaction can never be mined (replaced or lost in a reset): forget it
+   * and deploy anew at the next tick.
+   */
+  async function resendOrForget(p: Product, txHash: Hash): Promise<void> {
+    const raw = await store.rawTx(p.id);
+    if (!raw) return;
+    const nonce = parseTransaction(raw).nonce ?? 0;
+    try {
+      await broadcast(raw);
+      return;
+    } catch (err) {
+      const from = wallet?.account.address;
+      const mined = from ? await client.getTransactionCount({ address: from }) : undefined;
+      if (mined !== undefined && mined > nonce) {
+        log.warn(
+          { slug: p.slug, txHash, err: chainErrorMessage(err) },
+          'deployment transaction was never mined and its nonce is used: deploying anew',
+        );
+        await store.clearDeploy(p.id, txHash, false);
+      } else {
+        log.warn({ slug: p.slug, txHash, err: chainErrorMessage(err) }, 'rebroadcast failed');
+      }
+    }
+  }
+
+  async function deployPending(head: bigint, result: LifecycleTickResult): Promise<void> {
+    const [pending, held] = await Promise.all([
+      products.listPendingDeploy(chain.chainId),
+      store.heldIds(),
+    ]);
+    for (const p of pending) {
+      if (held.has(p.id) && !p.deployTxHash) continue;
+      try {
+        let txHash = p.deployTxHash;
+        if (!txHash) {
+          await startDeployment(p);
+          txHash = (await products.getById(p.id))?.deployTxHash ?? null;
+          if (!txHash) continue;
+          head = await client.getBlockNumber();
+        }
+        if (await followDeployment(p, txHash, head)) result.deployed.push(p.slug);
+      } catch (err) {
+        log.error({ slug: p.slug, err: chainErrorMessage(err) }, 'deployment step failed');
+      }
+    }
+  }
+
+  async function upstreamHalted(vault: Address, engine: Address, block: bigint): Promise<boolean> {
+    const [paused, maxDeposit] = await Promise.all([
+      client
+        .readContract({
+          address: vault,
+          abi: upstreamAbi,
+          functionName: 'paused',
+          blockNumber: block,
+        })
+        .catch(() => false), // no paused(): the vault has no pause switch
+      client.readContract({
+        address: vault,
+        abi: upstreamAbi,
+        functionName: 'maxDeposit',
+        args: [engine],
+        blockNumber: block,
+      }),
+    ]);
+    return paused || maxDeposit === 0n;
+  }
+
+  async function followStatuses(confirmed: bigint, result: LifecycleTickResult): Promise<void> {
+    const deployed = await products.listDeployedOnChain(chain.chainId);
+    for (const p of deployed) {
+      if (p.status !== 'active' && p.status !== 'paused') continue;
+      if (!p.engineAddress || p.deployedBlock === null || p.deployedBlock > confirmed) continue;
+      try {
+        const [flags, halted] = await Promise.all([
+          readEngineFlags(client, p.engineAddress, confirmed),
+          upstreamHalted(p.underlyingVaultAddress, p.engineAddress, confirmed),
+        ]);
+        if (flags.deprecated) {
+          if (await products.markDeprecated(p.id)) {
+            result.moved.push(p.slug);
+            log.info({ slug: p.slug }, 'engine deprecated on chain; product deprecated');
+          }
+          continue;
+        }
+        const moved = await applyPauseReasons(
+          db,
+          p,
+          { chainPaused: flags.paused, upstreamHalted: halted },
+          now(),
+        );
+        if (moved && moved.before !== moved.after) {
+          result.moved.push(p.slug);
+          log.info(
+            {
+              slug: p.slug,
+              from: moved.before,
+              to: moved.after,
+              enginePaused: flags.paused,
+              halted,
+            },
+            'product status follows the chain',
+          );
+        }
+      } catch (err) {
+        log.error({ slug: p.slug, err: chainErrorMessage(err) }, 'status read failed');
+      }
+    }
+  }
+
+  async function tick(): Promise<LifecycleTickResult> {
+    const result: LifecycleTickResult = { leased: false, deployed: [], moved: [] };
+    if (!(await leases.acquire(leaseName, holder, leaseTtlMs))) return result;
+    result.leased = true;
+    const head = await client.getBlockNumber();
+    await deployPending(head, result);
+    const confirmed = head - BigInt(chain.confirmationDepth);
+    if (confirmed >= 0n) await followStatuses(confirmed, result);
+    return result;
+  }
+
+  return {
+    tick,
+    /** The periodic job; on stop it hands the lease back so another worker takes over at once. */
+    job(intervalMs: number): Job {
+      const inner = createPeriodicJob({
+        name: leaseName,
+        intervalMs,
+        logger,
+        tick: async () => {
+          await tick();
+        },
+      });
+      return {
+        name: inner.name,
+        start: () => inner.start(),
+        async stop() {
+          await inner.stop();
+          await leases.release(leaseName, holder).catch(() => {});
+        },
+      };
+    },
+  };
+}
+
+export type Lifecycle = ReturnType<typeof createLifecycle>;

@@ -1,0 +1,59 @@
+/**
+ * Lifecycle-only columns of the products table (migration 0005): the deploy hold and the signed
+ * deployment transaction. Kept beside the lifecycle rather than in the products repository because
+ * nothing else reads them.
+ */
+import type { Queryable } from '../../db/client.ts';
+
+export function createDeployStore(db: Queryable) {
+  return {
+    /**
+     * Records the signed deployment before it is broadcast. Only a pending product with no
+     * deployment in flight takes it, so two writers can never both start one.
+     */
+    async recordSigned(id: string, txHash: `0x${string}`, raw: `0x${string}`): Promise<boolean> {
+      const r = await db.query(
+        `UPDATE products SET deploy_tx_hash = $2, deploy_raw_tx = $3, updated_at = now()
+         WHERE id = $1 AND status = 'pending_deploy' AND deploy_tx_hash IS NULL AND NOT deploy_held`,
+        [id, txHash, raw],
+      );
+      return r.rowCount === 1;
+    },
+
+    async rawTx(id: string): Promise<`0x${string}` | undefined> {
+      const { rows } = await db.query<{ deploy_raw_tx: `0x${string}` | null }>(
+        'SELECT deploy_raw_tx FROM products WHERE id = $1',
+        [id],
+      );
+      return rows[0]?.deploy_raw_tx ?? undefined;
+    },
+
+    /** Forgets a deployment that can never be mined (replaced nonce, or reverted with `hold`). */
+    async clearDeploy(id: string, txHash: string, hold: boolean): Promise<void> {
+      await db.query(
+        `UPDATE products SET deploy_tx_hash = NULL, deploy_raw_tx = NULL,
+           deploy_held = deploy_held OR $3, updated_at = now()
+         WHERE id = $1 AND deploy_tx_hash = $2 AND status = 'pending_deploy'`,
+        [id, txHash, hold],
+      );
+    },
+
+    async setHold(id: string, held: boolean): Promise<boolean> {
+      const r = await db.query(
+        `UPDATE products SET deploy_held = $2, updated_at = now()
+         WHERE id = $1 AND status = 'pending_deploy'`,
+        [id, held],
+      );
+      return r.rowCount === 1;
+    },
+
+    async heldIds(): Promise<Set<string>> {
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT id FROM products WHERE status = 'pending_deploy' AND deploy_held`,
+      );
+      return new Set(rows.map((r) => r.id));
+    },
+  };
+}
+
+export type DeployStore = ReturnType<typeof createDeployStore>;

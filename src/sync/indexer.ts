@@ -1,0 +1,328 @@
+/**
+ * The log indexer of one chain: turns the engines' `Deposit`, `Withdraw` and `RedeemRequested` logs
+ * into stored lifecycle events, up to head − confirmationDepth, behind a per-chain cursor.
+ *
+ * Guarantees and how they hold:
+ * - No gap, no duplicate: the events of a block range and the cursor move to its last block commit in
+ *   one transaction; a crash or an RPC outage leaves the cursor where the last commit put it, and the
+ *   next round starts from there. Re-indexing a range stores nothing twice (unique dedupe key).
+ * - Confirmed blocks only: nothing above head − depth is read, so a reorg shallower than the depth
+ *   never yields an event for an orphaned log.
+ * - Continuity: each range first reads the hash of its last block, then checks that the block at the
+ *   cursor still has the stored hash, and stores the hash read first as the new cursor hash. Any reorg
+ *   that lands between those reads or later changes a hash the next range checks, so it is seen.
+ *   Every log's block hash must also equal the header fetched for its block time.
+ * - Deeper reorg (beyond the depth): logged as an error; the cursor rewinds to its newest past
+ *   position whose hash the chain still has (or `maxRewindBlocks` back) and the blocks are
+ *   re-indexed. Events already stored for orphaned logs cannot be unsent: they stay (and may already
+ *   be delivered). Dedupe keys contain the tx hash, so a log re-mined in a new transaction becomes a
+ *   new event; the same transaction re-mined keeps its event.
+ * - New engines: an engine seen for the first time whose deployed block is at or below the cursor
+ *   rewinds the cursor to just before that block; other engines' logs in the re-read blocks are
+ *   already stored and insert nothing. The lifecycle records deployments near the head, so the
+ *   re-read is short.
+ * - One indexer per chain: a lease `indexer:<chainId>` (taken each round, renewed in every range's
+ *   transaction) and a compare-and-set cursor move. A holder that lost its lease, or raced another,
+ *   rolls its range back.
+ * - Provider limits: ranges start at blockRangeLimit and halve when the provider rejects one (too
+ *   many results, range too large, timeout); the limit grows back slowly after successes.
+ */
+import type { Hex } from 'viem';
+import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
+import type { Database, Queryable } from '../db/client.ts';
+import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
+import { createLeasesRepo } from '../db/leases.ts';
+import { createProductsRepo, type Product } from '../db/products.ts';
+import type { Logger } from '../logger.ts';
+import { createPeriodicJob, type Job } from '../worker/runner.ts';
+import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
+import { buildEvents, readSettlementTimes } from './indexer/events.ts';
+import { getEngineLogs, RangeRejectedError } from './indexer/logs.ts';
+import { insertEvents } from './indexer/store.ts';
+
+export interface IndexerDeps {
+  db: Database;
+  logger: Logger;
+  chain: ChainSettings;
+  client: SyncPublicClient;
+  /** Identity of this process in the lease (e.g. hostname:pid:random). */
+  holder: string;
+  /** Lease time to live; another process takes over this long after the holder stops renewing. */
+  leaseTtlMs?: number;
+  /** How far back a deep reorg may rewind when no past cursor position matches the chain. */
+  maxRewindBlocks?: number;
+  /** Rows per INSERT statement. */
+  insertChunk?: number;
+  /** Failure injection for tests: runs in the range transaction after each inserted chunk. */
+  afterInsertChunk?: (written: number) => void | Promise<void>;
+}
+
+export interface IndexRound {
+  /** False when another process holds the chain's lease (nothing was done). */
+  leased: boolean;
+  /** First and last block indexed this round; null when nothing new was confirmed. */
+  fromBlock: bigint | null;
+  toBlock: bigint | null;
+  /** Events newly stored this round. */
+  events: number;
+  /** Engine logs read this round. */
+  logs: number;
+}
+
+export interface Indexer {
+  runOnce(signal?: AbortSignal): Promise<IndexRound>;
+  job(intervalMs: number): Job;
+  /** Current adaptive block range (shrinks on provider rejection). */
+  readonly rangeLimit: bigint;
+}
+
+export const DEFAULT_LEASE_TTL_MS = 15_000;
+export const DEFAULT_MAX_REWIND_BLOCKS = 1_000;
+/** Successful ranges in a row before a shrunk range limit doubles again. */
+const GROW_AFTER = 16;
+/** Reorg rewinds or mid-range chain changes tolerated in one round before giving up until the next. */
+const MAX_RESTARTS_PER_ROUND = 5;
+
+/** The chain changed under a range (a log's block hash differs from its header's): retry the range. */
+class ChainMovedError extends Error {
+  override name = 'ChainMovedError';
+}
+
+export class LeaseLostError extends Error {
+  override name = 'LeaseLostError';
+}
+
+export function createIndexer(deps: IndexerDeps): Indexer {
+  const { db, logger, chain, client, holder } = deps;
+  const chainId = chain.chainId;
+  const leaseName = `indexer:${chainId}`;
+  const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+  const maxRewind = BigInt(deps.maxRewindBlocks ?? DEFAULT_MAX_REWIND_BLOCKS);
+  const configuredLimit = BigInt(Math.max(1, chain.blockRangeLimit));
+  const log = logger.child({ component: 'indexer', chainId });
+  const leases = createLeasesRepo(db);
+  const cursors = createCursorsRepo(db);
+  let limit = configuredLimit;
+  let successes = 0;
+
+  /** Runs fn in a transaction that commits only while this process still holds the lease. */
+  const leasedTx = <T>(fn: (tx: Queryable) => Promise<T>) =>
+    db.transaction(async (tx) => {
+      const r = await tx.query(
+        `UPDATE leases SET expires_at = now() + ($3::int * interval '1 millisecond')
+         WHERE name = $1 AND holder = $2`,
+        [leaseName, holder, ttl],
+      );
+      if (r.rowCount !== 1) throw new LeaseLostError(`lease ${leaseName} lost by ${holder}`);
+      return fn(tx);
+    });
+
+  /**
+   * Loads the chain's engines; registers the ones seen for the first time and, when one was deployed
+   * at or below the cursor, rewinds the cursor to just before its deployed block. Creates the cursor
+   * (just before the earliest engine, never above the confirmed head) on the first round.
+   */
+  async function syncEngines(safe: bigint): Promise<Map<string, Product>> {
+    const products = await createProductsRepo(db).listDeployedOnChain(chainId);
+    const engines = new Map<string, Product>();
+    for (const p of products) if (p.engineAddress) engines.set(p.engineAddress.toLowerCase(), p);
+    const known = await cursors.knownEngines(chainId);
+    const fresh = [...engines.entries()].filter(([a]) => !known.has(a));
+    if (fresh.length === 0) return engines;
+
+    const cursor = await cursors.get(chainId);
+    const earliest = fresh.reduce((m, [, p]) => {
+      const b = p.deployedBlock ?? 0n;
+      return b < m ? b : m;
+    }, safe + 1n);
+    let start = earliest > 0n ? earliest - 1n : 0n;
+    if (start > safe) start = safe;
+    const rewind = !cursor || start < cursor.blockNumber;
+    const target: Cursor | undefined = rewind
+      ? { blockNumber: start, blockHash: (await getHeader(client, start)).hash }
+      : undefined;
+    await leasedTx(async (tx) => {
+      const repo = createCursorsRepo(tx);
+      await repo.addEngines(
+        chainId,
+        fresh.map(([address, p]) => ({ address, productId: p.id })),
+      );
+      if (target) await repo.move(chainId, cursor, target);
+    });
+    log.info(
+      {
+        engines: fresh.map(([a]) => a),
+        ...(target ? { cursor: target.blockNumber.toString() } : {}),
+      },
+      cursor && target
+        ? 'new engines: cursor rewound to their deployed block'
+        : 'new engines followed',
+    );
+    return engines;
+  }
+
+  /**
+   * A reorg deeper than the depth took the cursor's block away: rewind to the newest past position
+   * whose hash the chain still has, or `maxRewind` blocks back when none does.
+   */
+  async function rewindAfterReorg(cursor: Cursor, chainHash: Hex): Promise<Cursor> {
+    const history = (await cursors.history(chainId)).filter(
+      (h) => h.blockNumber < cursor.blockNumber && h.blockNumber >= cursor.blockNumber - maxRewind,
+    );
+    let target: Cursor | undefined;
+    for (let i = 0; i < history.length && !target; i += 32) {
+      const batch = history.slice(i, i + 32);
+      const headers = await getHeaders(
+        client,
+        batch.map((h) => h.blockNumber),
+      );
+      target = batch.find((h) => headers.get(h.blockNumber)?.hash === h.blockHash);
+    }
+    if (!target) {
+      const n = cursor.blockNumber > maxRewind ? cursor.blockNumber - maxRewind : 0n;
+      target = { blockNumber: n, blockHash: (await getHeader(client, n)).hash };
+    }
+    log.error(
+      {
+        cursor: cursor.blockNumber.toString(),
+        storedHash: cursor.blockHash,
+        chainHash,
+        rewindTo: target.blockNumber.toString(),
+      },
+      'reorg deeper than the confirmation depth: rewinding and re-indexing; events already stored for orphaned logs stay',
+    );
+    await leasedTx((tx) => createCursorsRepo(tx).move(chainId, cursor, target));
+    return target;
+  }
+
+  type RangeResult =
+    | { kind: 'done'; cursor: Cursor; events: number; logs: number }
+    | { kind: 'reorg'; chainHash: Hex };
+
+  async function indexRange(
+    cursor: Cursor,
+    to: bigint,
+    engines: Map<string, Product>,
+  ): Promise<RangeResult> {
+    const from = cursor.blockNumber + 1n;
+    // Order matters (see the header comment): the last block's hash is read before the check.
+    const last = await getHeader(client, to);
+    const atCursor = await getHeader(client, cursor.blockNumber);
+    if (atCursor.hash !== cursor.blockHash) return { kind: 'reorg', chainHash: atCursor.hash };
+
+    const logs = await getEngineLogs(client, [...engines.keys()] as Hex[], from, to);
+    const numbers = [...new Set(logs.map((l) => BigInt(l.blockNumber)))].filter((n) => n !== to);
+    const [headers, settlement] = await Promise.all([
+      getHeaders(client, numbers),
+      readSettlementTimes(client, logs),
+    ]);
+    headers.set(to, last);
+    for (const l of logs) {
+      if (headers.get(BigInt(l.blockNumber))?.hash !== l.blockHash) {
+        throw new ChainMovedError(
+          `block ${BigInt(l.blockNumber)} changed during range ${from}..${to}`,
+        );
+      }
+    }
+    const events = buildEvents(logs, { chainId, engines, headers, settlement });
+    const next: Cursor = { blockNumber: to, blockHash: last.hash };
+    const inserted = await leasedTx(async (tx) => {
+      const n = await insertEvents(tx, events, {
+        ...(deps.insertChunk ? { chunk: deps.insertChunk } : {}),
+        ...(deps.afterInsertChunk ? { afterChunk: deps.afterInsertChunk } : {}),
+      });
+      await createCursorsRepo(tx).move(chainId, cursor, next);
+      return n;
+    });
+    return { kind: 'done', cursor: next, events: inserted, logs: logs.length };
+  }
+
+  async function runOnce(signal?: AbortSignal): Promise<IndexRound> {
+    const round: IndexRound = { leased: false, fromBlock: null, toBlock: null, events: 0, logs: 0 };
+    if (!(await leases.acquire(leaseName, holder, ttl))) return round;
+    round.leased = true;
+
+    const head = await headNumber(client);
+    const safe = head - BigInt(chain.confirmationDepth);
+    if (safe < 0n) return round;
+    const engines = await syncEngines(safe);
+    if (engines.size === 0) return round;
+    let cursor = await cursors.get(chainId);
+    if (!cursor) return round;
+
+    let restarts = 0;
+    while (cursor.blockNumber < safe && !signal?.aborted) {
+      const to = cursor.blockNumber + limit < safe ? cursor.blockNumber + limit : safe;
+      let result: RangeResult;
+      try {
+        result = await indexRange(cursor, to, engines);
+      } catch (err) {
+        if (err instanceof RangeRejectedError && to > cursor.blockNumber + 1n) {
+          limit = (to - cursor.blockNumber) / 2n;
+          successes = 0;
+          log.warn({ err: err.message, limit: limit.toString() }, 'range rejected: shrinking');
+          continue;
+        }
+        if (err instanceof ChainMovedError && ++restarts <= MAX_RESTARTS_PER_ROUND) {
+          log.warn({ err: err.message }, 'chain moved during a range: retrying it');
+          continue;
+        }
+        throw err;
+      }
+      if (result.kind === 'reorg') {
+        if (++restarts > MAX_RESTARTS_PER_ROUND) throw new Error('chain keeps reorganising; later');
+        cursor = await rewindAfterReorg(cursor, result.chainHash);
+        continue;
+      }
+      round.fromBlock ??= cursor.blockNumber + 1n;
+      round.toBlock = result.cursor.blockNumber;
+      round.events += result.events;
+      round.logs += result.logs;
+      cursor = result.cursor;
+      if (limit < configuredLimit && ++successes >= GROW_AFTER) {
+        limit = limit * 2n < configuredLimit ? limit * 2n : configuredLimit;
+        successes = 0;
+      }
+    }
+    if (round.events > 0 || round.logs > 0) {
+      log.info(
+        {
+          from: round.fromBlock?.toString(),
+          to: round.toBlock?.toString(),
+          logs: round.logs,
+          events: round.events,
+        },
+        'indexed',
+      );
+    }
+    return round;
+  }
+
+  return {
+    runOnce,
+    get rangeLimit() {
+      return limit;
+    },
+    job(intervalMs: number): Job {
+      const periodic = createPeriodicJob({
+        name: leaseName,
+        intervalMs,
+        logger,
+        tick: async (signal) => {
+          await runOnce(signal);
+        },
+      });
+      return {
+        name: periodic.name,
+        start: () => periodic.start(),
+        async stop() {
+          await periodic.stop();
+          // Hand the chain over at once instead of making the next holder wait for expiry.
+          await leases.release(leaseName, holder).catch((err: unknown) => {
+            log.warn({ err }, 'releasing the indexer lease failed');
+          });
+        },
+      };
+    },
+  };
+}

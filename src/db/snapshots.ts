@@ -1,0 +1,206 @@
+/**
+ * Repository of daily_snapshots: one row per product per UTC day, written once by the daily metrics
+ * processor and read by the API (latest_metrics, apy-history, fee-stats). Amounts are bigint base
+ * units, APYs the exact 6-place strings stored in numeric(30,6), dates 'YYYY-MM-DD'.
+ */
+import type { Queryable } from './client.ts';
+
+export interface Snapshot {
+  productId: string;
+  /** UTC day, 'YYYY-MM-DD'. */
+  date: string;
+  /** The day-boundary block: the last block whose timestamp is before the next day's 00:00 UTC. */
+  blockNumber: bigint;
+  blockTimestamp: Date;
+  engineTotalAssets: bigint;
+  /** Engine ERC-20 supply plus the fee shares pending at that block. */
+  engineTotalSupply: bigint;
+  underlyingTotalAssets: bigint;
+  underlyingTotalSupply: bigint;
+  /** Cumulative fee counters of the engine at the block (assets valued at accrual). */
+  serviceFeeAssetsTotal: bigint;
+  partnerFeeAssetsTotal: bigint;
+  /** Flows of the day: sums of the engine's Deposit and Withdraw `assets`. */
+  depositsAssets: bigint;
+  withdrawalsAssets: bigint;
+  /** 6-place decimal fraction; null when there is no previous day or a price is undefined. */
+  underlyingApy: string | null;
+  netApyForUser: string | null;
+  dailyYieldAssets: bigint | null;
+  dailyPartnerFee: bigint | null;
+  dailyServiceFee: bigint | null;
+}
+
+interface SnapshotRow {
+  product_id: string;
+  date: string;
+  block_number: string;
+  block_timestamp: Date;
+  engine_total_assets: string;
+  engine_total_supply: string;
+  underlying_total_assets: string;
+  underlying_total_supply: string;
+  service_fee_assets_total: string;
+  partner_fee_assets_total: string;
+  deposits_assets: string;
+  withdrawals_assets: string;
+  underlying_apy: string | null;
+  net_apy_for_user: string | null;
+  daily_yield_assets: string | null;
+  daily_partner_fee: string | null;
+  daily_service_fee: string | null;
+}
+
+const COLUMNS = [
+  'product_id',
+  'date',
+  'block_number',
+  'block_timestamp',
+  'engine_total_assets',
+  'engine_total_supply',
+  'underlying_total_assets',
+  'underlying_total_supply',
+  'service_fee_assets_total',
+  'partner_fee_assets_total',
+  'deposits_assets',
+  'withdrawals_assets',
+  'underlying_apy',
+  'net_apy_for_user',
+  'daily_yield_assets',
+  'daily_partner_fee',
+  'daily_service_fee',
+] as const;
+
+const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
+/** Rows per INSERT statement: 17 parameters each keeps a statement well under PostgreSQL's 65,535. */
+const INSERT_CHUNK = 500;
+
+const big = (v: string) => BigInt(v);
+const bigOrNull = (v: string | null) => (v === null ? null : BigInt(v));
+
+function toSnapshot(r: SnapshotRow): Snapshot {
+  return {
+    productId: r.product_id,
+    date: r.date,
+    blockNumber: big(r.block_number),
+    blockTimestamp: r.block_timestamp,
+    engineTotalAssets: big(r.engine_total_assets),
+    engineTotalSupply: big(r.engine_total_supply),
+    underlyingTotalAssets: big(r.underlying_total_assets),
+    underlyingTotalSupply: big(r.underlying_total_supply),
+    serviceFeeAssetsTotal: big(r.service_fee_assets_total),
+    partnerFeeAssetsTotal: big(r.partner_fee_assets_total),
+    depositsAssets: big(r.deposits_assets),
+    withdrawalsAssets: big(r.withdrawals_assets),
+    underlyingApy: r.underlying_apy,
+    netApyForUser: r.net_apy_for_user,
+    dailyYieldAssets: bigOrNull(r.daily_yield_assets),
+    dailyPartnerFee: bigOrNull(r.daily_partner_fee),
+    dailyServiceFee: bigOrNull(r.daily_service_fee),
+  };
+}
+
+function params(s: Snapshot): unknown[] {
+  const str = (v: bigint | null) => (v === null ? null : v.toString());
+  return [
+    s.productId,
+    s.date,
+    s.blockNumber.toString(),
+    s.blockTimestamp,
+    s.engineTotalAssets.toString(),
+    s.engineTotalSupply.toString(),
+    s.underlyingTotalAssets.toString(),
+    s.underlyingTotalSupply.toString(),
+    s.serviceFeeAssetsTotal.toString(),
+    s.partnerFeeAssetsTotal.toString(),
+    s.depositsAssets.toString(),
+    s.withdrawalsAssets.toString(),
+    s.underlyingApy,
+    s.netApyForUser,
+    str(s.dailyYieldAssets),
+    str(s.dailyPartnerFee),
+    str(s.dailyServiceFee),
+  ];
+}
+
+export function createSnapshotsRepo(db: Queryable) {
+  return {
+    /**
+     * Inserts the rows whose (product, day) has none yet; an existing day is never changed (a rerun
+     * of a day is a no-op). Returns the keys `productId|date` of the rows actually inserted, so the
+     * caller emits a day's events only with the write that created the day.
+     */
+    async insertMany(rows: readonly Snapshot[]): Promise<Set<string>> {
+      const inserted = new Set<string>();
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        const chunk = rows.slice(i, i + INSERT_CHUNK);
+        const values: unknown[] = [];
+        const tuples = chunk.map((row, r) => {
+          values.push(...params(row));
+          const base = r * COLUMNS.length;
+          return `(${COLUMNS.map((_, c) => `$${base + c + 1}`).join(',')})`;
+        });
+        const { rows: done } = await db.query<{ product_id: string; date: string }>(
+          `INSERT INTO daily_snapshots (${COLUMNS.join(', ')}) VALUES ${tuples.join(',')}
+           ON CONFLICT (product_id, date) DO NOTHING
+           RETURNING product_id, date`,
+          values,
+        );
+        for (const d of done) inserted.add(`${d.product_id}|${d.date}`);
+      }
+      return inserted;
+    },
+
+    /** Inserts one row unless its day exists; true when it was inserted. */
+    async insert(row: Snapshot): Promise<boolean> {
+      return (await this.insertMany([row])).size === 1;
+    },
+
+    /** The newest row of the product (latest_metrics). */
+    async latest(productId: string): Promise<Snapshot | undefined> {
+      const { rows } = await db.query<SnapshotRow>(
+        `${SELECT} WHERE product_id = $1 ORDER BY date DESC LIMIT 1`,
+        [productId],
+      );
+      return rows[0] && toSnapshot(rows[0]);
+    },
+
+    /** Rows with fromDate <= date <= toDate (inclusive, 'YYYY-MM-DD'), oldest first (fee-stats). */
+    async listRange(productId: string, fromDate: string, toDate: string): Promise<Snapshot[]> {
+      const { rows } = await db.query<SnapshotRow>(
+        `${SELECT} WHERE product_id = $1 AND date >= $2::date AND date <= $3::date ORDER BY date`,
+        [productId, fromDate, toDate],
+      );
+      return rows.map(toSnapshot);
+    },
+
+    /** The n newest rows, newest first (apy-history). */
+    async listLatest(productId: string, n: number): Promise<Snapshot[]> {
+      const { rows } = await db.query<SnapshotRow>(
+        `${SELECT} WHERE product_id = $1 ORDER BY date DESC LIMIT $2`,
+        [productId, n],
+      );
+      return rows.map(toSnapshot);
+    },
+
+    /** Number of rows of the product and its newest day (the processor's resume point). */
+    async coverage(productId: string): Promise<{ count: number; latestDate: string | null }> {
+      const { rows } = await db.query<{ count: string; latest: string | null }>(
+        `SELECT count(*) AS count, max(date) AS latest FROM daily_snapshots WHERE product_id = $1`,
+        [productId],
+      );
+      return { count: Number(rows[0]?.count ?? 0), latestDate: rows[0]?.latest ?? null };
+    },
+
+    /** Every day that has a row, oldest first. */
+    async listDates(productId: string): Promise<string[]> {
+      const { rows } = await db.query<{ date: string }>(
+        `SELECT date FROM daily_snapshots WHERE product_id = $1 ORDER BY date`,
+        [productId],
+      );
+      return rows.map((r) => r.date);
+    },
+  };
+}
+
+export type SnapshotsRepo = ReturnType<typeof createSnapshotsRepo>;

@@ -1,0 +1,155 @@
+/**
+ * The pure part of the daily metrics: one day's snapshot from the chain reads at its boundary block,
+ * the flows of the day and the previous day's row; and the operational alerts a day raises. No I/O,
+ * bigint only, so the same inputs always give the same row, byte for byte.
+ */
+import type { Snapshot } from '../../db/snapshots.ts';
+import {
+  apyFromSharePrices,
+  changePct,
+  decimalToJsonNumber,
+  exceedsThreshold,
+  formatUnits,
+  sharePrice,
+} from '../../money/index.ts';
+import { daysBetween } from '../day-boundary.ts';
+
+/** Chain state at a boundary block, as read from the engine and its underlying vault. */
+export interface BoundaryReads {
+  blockNumber: bigint;
+  blockTimestamp: Date;
+  /** accountingSnapshot(): totalAssets, ERC-20 totalSupply, fee shares pending at the block. */
+  engineAssets: bigint;
+  engineSupply: bigint;
+  engineFeeShares: bigint;
+  underlyingAssets: bigint;
+  underlyingSupply: bigint;
+  serviceFeeAssetsTotal: bigint;
+  partnerFeeAssetsTotal: bigint;
+}
+
+export interface DayFlows {
+  deposits: bigint;
+  withdrawals: bigint;
+}
+
+/**
+ * The snapshot of `date`. `prev` is the row of the previous day, or null on the engine's first day.
+ *
+ * - Share prices: the engine's is assets / (supply + pending fee shares), the net price a holder
+ *   gets (README, "Contracts and the local chain"); the underlying's is its totalAssets/totalSupply.
+ *   APYs need a previous row, so the first day has none (null), as does a day where either price is
+ *   undefined (empty vault): absent, never invented.
+ * - Fees: the day's partner and service fees are the increase of the engine's cumulative on-chain
+ *   counters between the two boundaries. The engine charges fees only when it accrues (every
+ *   deposit, mint, withdraw, redeem, request, claim and fee change, and the public accrueFees()), so
+ *   the fee of a quiet day with no interaction shows up on the next day that has one. We report fees
+ *   as accrued on chain, not an estimate of pending fees: the figures then reconcile with the
+ *   counters, and with the recipients' minted shares, to the base unit, and their sum over any
+ *   range equals the difference of the cumulative column.
+ * - Yield: daily_yield_assets = ΔtotalAssets − deposits + withdrawals, the gross yield (fees
+ *   included: fee shares are minted, the assets stay in the engine), in asset base units. It may
+ *   be negative (an upstream loss) and carries the underlying vault's conversion rounding of the
+ *   day's flows, which is part of what holders gained or lost.
+ * - On the first day the engine's state before deployment is zero (an engine starts empty with
+ *   zero counters), so the fee and yield figures of that day are defined and every later sum
+ *   reconciles from deployment on.
+ */
+export function computeSnapshot(
+  productId: string,
+  date: string,
+  reads: BoundaryReads,
+  flows: DayFlows,
+  prev: Snapshot | null,
+): Snapshot {
+  const engineTotalSupply = reads.engineSupply + reads.engineFeeShares;
+  const gap = prev ? daysBetween(prev.date, date) : 0;
+  if (prev && gap < 1) throw new RangeError(`previous row ${prev.date} is not before ${date}`);
+  const apy = (pa: bigint, ps: bigint, ca: bigint, cs: bigint) =>
+    prev ? apyFromSharePrices(sharePrice(pa, ps), sharePrice(ca, cs), gap) : null;
+  return {
+    productId,
+    date,
+    blockNumber: reads.blockNumber,
+    blockTimestamp: reads.blockTimestamp,
+    engineTotalAssets: reads.engineAssets,
+    engineTotalSupply,
+    underlyingTotalAssets: reads.underlyingAssets,
+    underlyingTotalSupply: reads.underlyingSupply,
+    serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
+    partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
+    depositsAssets: flows.deposits,
+    withdrawalsAssets: flows.withdrawals,
+    underlyingApy: apy(
+      prev?.underlyingTotalAssets ?? 0n,
+      prev?.underlyingTotalSupply ?? 0n,
+      reads.underlyingAssets,
+      reads.underlyingSupply,
+    ),
+    netApyForUser: apy(
+      prev?.engineTotalAssets ?? 0n,
+      prev?.engineTotalSupply ?? 0n,
+      reads.engineAssets,
+      engineTotalSupply,
+    ),
+    dailyYieldAssets:
+      reads.engineAssets - (prev?.engineTotalAssets ?? 0n) - flows.deposits + flows.withdrawals,
+    dailyPartnerFee: reads.partnerFeeAssetsTotal - (prev?.partnerFeeAssetsTotal ?? 0n),
+    dailyServiceFee: reads.serviceFeeAssetsTotal - (prev?.serviceFeeAssetsTotal ?? 0n),
+  };
+}
+
+/** The spec's operational thresholds, in percent, compared strictly ("moved by more than"). */
+export const APY_CHANGE_THRESHOLD_PCT = 10;
+export const TVL_ALERT_THRESHOLD_PCT = 20;
+
+export interface DailyAlert {
+  eventType: 'apy_change' | 'tvl_alert';
+  /** Key order is the payload's JSON field order. */
+  payload: Record<string, unknown>;
+}
+
+/**
+ * The alerts of day `cur` against the previous day's row. Thresholds compare the exact values with
+ * no rounding on the way (exactly 10 % / 20 % does not fire; anything above does, even when
+ * change_pct displays "10.00"). The APYs compared are the stored 6-place APYs, the figures a partner
+ * sees; their ratio is exact. No event without a previous value, or when it is 0 (DECISIONS).
+ */
+export function dailyAlerts(
+  slug: string,
+  assetDecimals: number,
+  prev: Snapshot | null,
+  cur: Snapshot,
+): DailyAlert[] {
+  const alerts: DailyAlert[] = [];
+  if (!prev) return alerts;
+  const pa = prev.netApyForUser;
+  const ca = cur.netApyForUser;
+  if (pa !== null && ca !== null && exceedsThreshold(pa, ca, APY_CHANGE_THRESHOLD_PCT)) {
+    alerts.push({
+      eventType: 'apy_change',
+      payload: {
+        slug,
+        previous_apy: decimalToJsonNumber(pa),
+        current_apy: decimalToJsonNumber(ca),
+        change_pct: decimalToJsonNumber(changePct(pa, ca)!),
+        date: cur.date,
+      },
+    });
+  }
+  const pt = prev.engineTotalAssets;
+  const ct = cur.engineTotalAssets;
+  if (exceedsThreshold(pt, ct, TVL_ALERT_THRESHOLD_PCT)) {
+    alerts.push({
+      eventType: 'tvl_alert',
+      payload: {
+        slug,
+        previous_tvl: formatUnits(pt, assetDecimals),
+        current_tvl: formatUnits(ct, assetDecimals),
+        change_pct: decimalToJsonNumber(changePct(pt, ct)!),
+        date: cur.date,
+      },
+    });
+  }
+  return alerts;
+}

@@ -1,0 +1,109 @@
+/**
+ * Shared by the metrics suites and the metrics benchmark: a local anvil chain with simulated
+ * history, and products rows provisioned for its engines exactly as the demo seed would (deployed,
+ * with the engine's deployment block), so the processor sees what it sees in production.
+ */
+
+import type { ChainSettings } from '../../src/chain/chains.ts';
+import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { type AnvilHandle, startAnvil } from '../../src/chain/local/anvil.ts';
+import { buildLocalChain } from '../../src/chain/local/build.ts';
+import type { DeployedEngine, LocalDeployment } from '../../src/chain/local/deployment.ts';
+import { createRpc } from '../../src/chain/local/rpc.ts';
+import type { Queryable } from '../../src/db/client.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductsRepo, type Product } from '../../src/db/products.ts';
+
+/** 2024-03-10 23:00:00 UTC: a fixed genesis makes every block time (and hash) reproducible. */
+export const GENESIS = Date.UTC(2024, 2, 10, 23, 0, 0) / 1000;
+
+export interface LocalHistory {
+  anvil: AnvilHandle;
+  deployment: LocalDeployment;
+  chain: ChainSettings;
+}
+
+/**
+ * Starts anvil, builds `days` days of history, then mines `extraBlocks` more blocks so the last
+ * day's boundary is below the confirmation depth (2) and the day counts as closed.
+ */
+export async function startHistory(
+  seed: string,
+  days: number,
+  extraBlocks = 2,
+): Promise<LocalHistory> {
+  const anvil = await startAnvil({ genesisTimestamp: GENESIS });
+  try {
+    const deployment = await buildLocalChain({
+      rpcUrl: anvil.rpcUrl,
+      chainId: anvil.chainId,
+      seed,
+      days,
+      genesisTimestamp: GENESIS,
+    });
+    const rpc = createRpc(anvil.rpcUrl);
+    let t = deployment.historyEndTimestamp + 1;
+    for (let i = 0; i < extraBlocks; i++) {
+      t += 60;
+      await rpc('evm_setNextBlockTimestamp', [t]);
+      await rpc('evm_mine', []);
+    }
+    const chain: ChainSettings = {
+      chainId: anvil.chainId,
+      name: 'test',
+      rpcUrls: [anvil.rpcUrl],
+      confirmationDepth: 2,
+      blockRangeLimit: 10_000,
+      evm: true,
+    };
+    return { anvil, deployment, chain };
+  } catch (err) {
+    await anvil.stop();
+    throw err;
+  }
+}
+
+/** Partners (by name) and deployed products for `engines`, as the demo seed provisions them. */
+export async function provisionEngines(
+  db: Queryable,
+  deployment: LocalDeployment,
+  engines: readonly DeployedEngine[],
+): Promise<Product[]> {
+  const client = createChainPublicClient(deployment.rpcUrl, deployment.chainId);
+  const partners = createPartnersRepo(db);
+  const products = createProductsRepo(db);
+  const out: Product[] = [];
+  for (const e of engines) {
+    const partner = (await partners.findByName(e.partner)) ?? (await partners.create(e.partner));
+    const block = await client.getBlock({ blockNumber: BigInt(e.deploymentBlock) });
+    out.push(
+      await products.create({
+        partnerId: partner.id,
+        environment: e.environment,
+        slug: e.slug,
+        displayName: e.displayName,
+        riskLabel: e.riskLabel,
+        chainId: deployment.chainId,
+        vaultKind: e.vaultKind,
+        engineName: e.displayName,
+        engineSymbol: 'yTEST',
+        underlyingVaultAddress: e.underlyingVault,
+        assetAddress: deployment.asset.address,
+        assetSymbol: deployment.asset.symbol,
+        assetDecimals: deployment.asset.decimals,
+        serviceFeeBps: e.serviceFeeBps,
+        partnerFeeBps: e.partnerFeeBps,
+        serviceFeeRecipient: e.serviceFeeRecipient,
+        partnerFeeRecipient: e.partnerFeeRecipient,
+        deployed: {
+          engineAddress: e.address,
+          shareDecimals: deployment.asset.decimals + 6,
+          block: BigInt(e.deploymentBlock),
+          at: new Date(Number(block.timestamp) * 1000),
+          status: e.status,
+        },
+      }),
+    );
+  }
+  return out;
+}

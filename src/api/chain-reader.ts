@@ -1,0 +1,150 @@
+/**
+ * Live chain reads for the position and health endpoints. Every read of one request is pinned to one
+ * block (so shares and assets agree), bounded by a timeout (a slow RPC answers 503
+ * chain_rpc_unavailable, never a hung request or a 500), batched into JSON-RPC batches by the
+ * transport, and cached for a few seconds (the spec suggests clients cache position 30 s and
+ * health 60 s; a short server cache absorbs bursts without serving stale state for long).
+ */
+import { erc4626Abi } from 'viem';
+import type { SyncPublicClient } from '../chain/chains.ts';
+import { yieldEngineAbi } from '../chain/generated/index.ts';
+import type { Product } from '../db/products.ts';
+import { ApiError } from './errors.ts';
+
+export interface ChainReaderOptions {
+  clients: ReadonlyMap<number, SyncPublicClient>;
+  /** Chain ids whose addresses are not EVM addresses (position answers chain_not_supported). */
+  nonEvmChains?: ReadonlySet<number>;
+  timeoutMs?: number;
+  cacheMs?: number;
+  /** How long one observed head block is reused before asking the node again. */
+  headMs?: number;
+}
+
+export interface PositionReading {
+  shares: bigint;
+  assets: bigint;
+  blockNumber: bigint;
+}
+
+export interface HealthReading {
+  isPaused: boolean;
+  underlyingOk: boolean;
+  lastBlock: bigint;
+}
+
+class TtlCache<T> {
+  private readonly entries = new Map<string, { at: number; value: Promise<T> }>();
+  constructor(private readonly ttlMs: number) {}
+  get(key: string, load: () => Promise<T>): Promise<T> {
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && now - hit.at < this.ttlMs) return hit.value;
+    if (this.entries.size > 50_000) this.entries.clear(); // bound memory under a flood of wallets
+    const value = load();
+    this.entries.set(key, { at: now, value });
+    // A failure is not cached: the next request tries the chain again.
+    value.catch(() => {
+      if (this.entries.get(key)?.value === value) this.entries.delete(key);
+    });
+    return value;
+  }
+}
+
+export function createChainReader(options: ChainReaderOptions) {
+  const timeoutMs = options.timeoutMs ?? 2000;
+  const positions = new TtlCache<PositionReading>(options.cacheMs ?? 5000);
+  const healths = new TtlCache<HealthReading>(options.cacheMs ?? 5000);
+  const heads = new TtlCache<bigint>(options.headMs ?? 1000);
+
+  const clientFor = (product: Product): SyncPublicClient => {
+    const client = options.clients.get(product.chainId);
+    if (!client)
+      throw new ApiError('chain_rpc_unavailable', `Chain ${product.chainId} is not configured.`);
+    return client;
+  };
+
+  /** Runs fn within the timeout; any failure of the RPC becomes 503 chain_rpc_unavailable. */
+  async function bounded<T>(fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        fn(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('chain read timed out')), timeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw new ApiError('chain_rpc_unavailable');
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  const head = (product: Product) =>
+    heads.get(String(product.chainId), () => clientFor(product).getBlockNumber({ cacheTime: 0 }));
+
+  return {
+    isEvmChain(chainId: number): boolean {
+      return !options.nonEvmChains?.has(chainId);
+    },
+
+    readPosition(product: Product, wallet: `0x${string}`): Promise<PositionReading> {
+      const engine = product.engineAddress!;
+      return positions.get(`${product.chainId}:${engine}:${wallet}`, () =>
+        bounded(async () => {
+          const client = clientFor(product);
+          const blockNumber = await head(product);
+          const shares = await client.readContract({
+            address: engine,
+            abi: erc4626Abi,
+            functionName: 'balanceOf',
+            args: [wallet],
+            blockNumber,
+          });
+          const assets =
+            shares === 0n
+              ? 0n
+              : await client.readContract({
+                  address: engine,
+                  abi: erc4626Abi,
+                  functionName: 'convertToAssets',
+                  args: [shares],
+                  blockNumber,
+                });
+          return { shares, assets, blockNumber };
+        }),
+      );
+    },
+
+    readHealth(product: Product): Promise<HealthReading> {
+      const engine = product.engineAddress!;
+      return healths.get(`${product.chainId}:${engine}`, () =>
+        bounded(async () => {
+          const client = clientFor(product);
+          const blockNumber = await head(product);
+          const [isPaused, upstreamMaxDeposit] = await Promise.all([
+            client.readContract({
+              address: engine,
+              abi: yieldEngineAbi,
+              functionName: 'paused',
+              blockNumber,
+            }),
+            // Standard ERC-4626: an upstream vault that is paused or full accepts no deposit.
+            client.readContract({
+              address: product.underlyingVaultAddress,
+              abi: erc4626Abi,
+              functionName: 'maxDeposit',
+              args: [engine],
+              blockNumber,
+            }),
+          ]);
+          return { isPaused, underlyingOk: upstreamMaxDeposit > 0n, lastBlock: blockNumber };
+        }),
+      );
+    },
+  };
+}
+
+export type ChainReader = ReturnType<typeof createChainReader>;

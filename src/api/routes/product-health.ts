@@ -1,0 +1,57 @@
+/** GET /api/partner/products/{slug}/health: the live operational flags that gate the deposit button. */
+import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { ProductsRepo } from '../../db/products.ts';
+import type { ChainReader } from '../chain-reader.ts';
+import { partnerOf } from '../partner-scope.ts';
+import { resolveProduct } from '../product-access.ts';
+import { Ok, SlugParams } from '../schemas.ts';
+
+export const Health = Type.Object(
+  {
+    is_paused: Type.Boolean({ description: 'Pause state of the engine contract' }),
+    underlying_ok: Type.Boolean({
+      description: 'The underlying vault works normally: not paused upstream, accepting deposits',
+    }),
+    last_block: Type.Integer({ description: 'Block the flags were read at' }),
+    notes: Type.String({ description: 'Free text; may be empty' }),
+  },
+  { additionalProperties: false },
+);
+
+export function productHealthRoute(deps: {
+  products: ProductsRepo;
+  chain: ChainReader;
+}): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      '/api/partner/products/:slug/health',
+      { schema: { params: SlugParams, response: { 200: Ok(Health) } } },
+      async (request, reply) => {
+        const product = await resolveProduct(
+          deps.products,
+          partnerOf(request),
+          request.params.slug,
+          'deployed',
+        );
+        const h = await deps.chain.readHealth(product);
+        const notes = [
+          product.status === 'deprecated' ? 'Deprecated: withdrawals only; hide deposits.' : '',
+          h.isPaused ? 'Engine paused: deposits are off; withdrawals work.' : '',
+          h.underlyingOk ? '' : 'Upstream vault is not accepting deposits.',
+        ]
+          .filter(Boolean)
+          .join(' ');
+        reply.header('cache-control', 'private, max-age=60');
+        return {
+          success: true as const,
+          data: {
+            is_paused: h.isPaused,
+            underlying_ok: h.underlyingOk,
+            last_block: Number(h.lastBlock),
+            notes,
+          },
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * Schemas shared by the partner routes: the success and error envelopes and common parameters.
+ * They validate requests, serialise responses, and (later) generate the OpenAPI document, so the
+ * contract is written once.
+ */
+import { type TSchema, Type } from '@fastify/type-provider-typebox';
+import { ERROR_CATALOGUE, type ErrorCode } from './errors.ts';
+
+export const Ok = <T extends TSchema>(data: T) =>
+  Type.Object({ success: Type.Literal(true), data }, { additionalProperties: false });
+
+export const ErrorEnvelope = Type.Object(
+  {
+    success: Type.Literal(false),
+    code: Type.Union(
+      (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).map((code) => Type.Literal(code)),
+      { description: 'Stable machine-readable code; switch on it.' },
+    ),
+    message: Type.String({ description: 'Human-readable; wording may change; do not parse.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const SlugParams = Type.Object({
+  slug: Type.String({ description: 'Product slug', minLength: 1, maxLength: 200 }),
+});
+
+export const DecimalString = (description: string) =>
+  Type.String({ pattern: '^-?[0-9]+(\\.[0-9]+)?$', description });

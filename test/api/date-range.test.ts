@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { feeStatsRange, parseDay, trailingDays } from '../../src/api/date-range.ts';
+import { ApiError } from '../../src/api/errors.ts';
+
+const NOW = new Date('2026-11-21T15:00:00Z');
+const codeOf = (fn: () => unknown) => {
+  try {
+    fn();
+    return 'ok';
+  } catch (e) {
+    return e instanceof ApiError ? e.code : 'other';
+  }
+};
+
+describe('fee-stats date ranges', () => {
+  it('neither date: the 30 days ending today, inclusive', () => {
+    expect(feeStatsRange(undefined, undefined, NOW)).toEqual({
+      from: '2026-10-23',
+      to: '2026-11-21',
+    });
+  });
+  it('only start_date: up to today', () => {
+    expect(feeStatsRange('2026-11-01', undefined, NOW)).toEqual({
+      from: '2026-11-01',
+      to: '2026-11-21',
+    });
+  });
+  it('only end_date: the 30 days ending then', () => {
+    expect(feeStatsRange(undefined, '2026-03-30', NOW)).toEqual({
+      from: '2026-03-01',
+      to: '2026-03-30',
+    });
+  });
+  it('a span of exactly 365 days passes; 366 is range_too_large', () => {
+    expect(feeStatsRange('2025-01-01', '2026-01-01', NOW)).toEqual({
+      from: '2025-01-01',
+      to: '2026-01-01',
+    });
+    expect(codeOf(() => feeStatsRange('2024-12-31', '2026-01-01', NOW))).toBe('range_too_large');
+    // Only start_date, far back: the span to today counts too.
+    expect(codeOf(() => feeStatsRange('2020-01-01', undefined, NOW))).toBe('range_too_large');
+  });
+  it('a single day is a valid range', () => {
+    expect(feeStatsRange('2026-05-05', '2026-05-05', NOW)).toEqual({
+      from: '2026-05-05',
+      to: '2026-05-05',
+    });
+  });
+  it.each([
+    '2026-02-30',
+    '2026-13-01',
+    '2026-1-01',
+    '26-01-01',
+    '2026-01-01T00:00:00Z',
+    'yesterday',
+    '',
+  ])('rejects %j as invalid_date', (raw) => {
+    expect(codeOf(() => parseDay(raw))).toBe('invalid_date');
+  });
+  it('accepts leap days only in leap years', () => {
+    expect(codeOf(() => parseDay('2024-02-29'))).toBe('ok');
+    expect(codeOf(() => parseDay('2025-02-29'))).toBe('invalid_date');
+  });
+  it('start after end is invalid_date', () => {
+    expect(codeOf(() => feeStatsRange('2026-05-06', '2026-05-05', NOW))).toBe('invalid_date');
+  });
+  it('trailing windows end today', () => {
+    expect(trailingDays(7, NOW)).toEqual({ from: '2026-11-15', to: '2026-11-21' });
+  });
+});

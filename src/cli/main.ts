@@ -9,6 +9,8 @@ import { openDatabase } from '../db/open.ts';
 import { createLogger } from '../logger.ts';
 import { startService } from '../main.ts';
 import { registerChainCommand } from './chain-command.ts';
+import { registerPartnerCommand } from './partner-command.ts';
+import { registerProductCommand } from './product-command.ts';
 
 function configOrExit(): Config {
   try {
@@ -95,6 +97,8 @@ export function buildCli(): Command {
     .action(runStart);
   program.command('migrate').description('apply pending database migrations').action(runMigrate);
   registerChainCommand(program);
+  registerPartnerCommand(program);
+  registerProductCommand(program);
   return program;
 }
 

@@ -67,16 +67,26 @@ export function startLocalConfirmer(
   let seen = -1n;
   let stopped = false;
   let running: Promise<void> | undefined;
+  const hasTransactions = async (n: bigint) => {
+    const block = (await rpc('eth_getBlockByNumber', [toHex(n), false])) as {
+      transactions: unknown[];
+    } | null;
+    return (block?.transactions.length ?? 0) > 0;
+  };
   const poll = async () => {
     const head = BigInt((await rpc('eth_blockNumber', [])) as string);
     if (head === seen) return;
-    const block = (await rpc('eth_getBlockByNumber', [toHex(head), false])) as {
-      transactions: unknown[];
-    } | null;
-    if (seen >= 0n && block && block.transactions.length > 0 && depth > 0) {
-      await rpc('anvil_mine', [toHex(depth)]);
-      seen = head + BigInt(depth);
-    } else seen = head;
+    seen = head;
+    // The newest block with transactions among the last `depth` decides how many are missing
+    // (also after a restart, e.g. when an operator command mined one while the service was down).
+    for (let i = 0n; i < BigInt(depth) && i <= head; i++) {
+      if (await hasTransactions(head - i)) {
+        const missing = BigInt(depth) - i;
+        await rpc('anvil_mine', [toHex(missing)]);
+        seen = head + missing;
+        return;
+      }
+    }
   };
   const timer = setInterval(() => {
     if (stopped || running) return;

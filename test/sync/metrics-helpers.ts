@@ -6,8 +6,10 @@
 
 import type { ChainSettings } from '../../src/chain/chains.ts';
 import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { LOCAL_ROLES } from '../../src/chain/local/accounts.ts';
 import { type AnvilHandle, startAnvil } from '../../src/chain/local/anvil.ts';
 import { buildLocalChain } from '../../src/chain/local/build.ts';
+import type { LocalEngine } from '../../src/chain/local/deploy-local.ts';
 import type { DeployedEngine, LocalDeployment } from '../../src/chain/local/deployment.ts';
 import { createRpc } from '../../src/chain/local/rpc.ts';
 import type { Queryable } from '../../src/db/client.ts';
@@ -63,11 +65,50 @@ export async function startHistory(
   }
 }
 
+export type ProvisionedEngine = Pick<
+  DeployedEngine,
+  | 'slug'
+  | 'partner'
+  | 'environment'
+  | 'displayName'
+  | 'riskLabel'
+  | 'vaultKind'
+  | 'address'
+  | 'deploymentBlock'
+  | 'underlyingVault'
+  | 'serviceFeeBps'
+  | 'partnerFeeBps'
+  | 'serviceFeeRecipient'
+  | 'partnerFeeRecipient'
+  | 'status'
+>;
+
+/** The provisioning view of an engine deployed by deployLocalChain (no simulated history). */
+export function fromLocalEngine(e: LocalEngine): ProvisionedEngine {
+  const p = e.product;
+  return {
+    slug: p.slug,
+    partner: p.partnerName,
+    environment: p.environment,
+    displayName: p.displayName,
+    riskLabel: p.riskLabel,
+    vaultKind: p.vaultKind,
+    address: e.address,
+    deploymentBlock: e.deploymentBlock,
+    underlyingVault: e.underlyingVault,
+    serviceFeeBps: p.serviceFeeBps,
+    partnerFeeBps: p.partnerFeeBps,
+    serviceFeeRecipient: LOCAL_ROLES.serviceFeeRecipient,
+    partnerFeeRecipient: p.partnerRecipient,
+    status: 'active',
+  };
+}
+
 /** Partners (by name) and deployed products for `engines`, as the demo seed provisions them. */
 export async function provisionEngines(
   db: Queryable,
-  deployment: LocalDeployment,
-  engines: readonly DeployedEngine[],
+  deployment: Pick<LocalDeployment, 'rpcUrl' | 'chainId' | 'asset'>,
+  engines: readonly ProvisionedEngine[],
 ): Promise<Product[]> {
   const client = createChainPublicClient(deployment.rpcUrl, deployment.chainId);
   const partners = createPartnersRepo(db);

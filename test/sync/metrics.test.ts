@@ -1,0 +1,321 @@
+/**
+ * The daily metrics processor on a 30-day simulated chain (sync and async engines, a pause, a
+ * deprecation, an upstream loss), on PGlite and PostgreSQL. Every stored figure is checked against
+ * an independent computation from raw chain reads: other engine functions than the processor uses
+ * (totalSupplyAfterFees instead of accountingSnapshot), logs decoded here, FeesAccrued sums for the
+ * fee counters, and APYs with decimal.js instead of src/money. Also: reruns change nothing, a
+ * backfill in two steps equals one in one step, a deleted day is refilled, and the repo's queries.
+ */
+import { Decimal } from 'decimal.js';
+import { type Address, decodeEventLog } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSyncClient } from '../../src/chain/chains.ts';
+import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import type { Database } from '../../src/db/client.ts';
+import { createEventsRepo } from '../../src/db/events.ts';
+import type { Product } from '../../src/db/products.ts';
+import { createSnapshotsRepo, type Snapshot } from '../../src/db/snapshots.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createMetricsProcessor } from '../../src/sync/metrics.ts';
+import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+import { type LocalHistory, provisionEngines, startHistory } from './metrics-helpers.ts';
+
+const DAYS = 30;
+const SLUGS = [
+  'acme-live-usdc-core',
+  'acme-live-usdc-flex',
+  'acme-live-usdc-boost',
+  'acme-live-usdc-legacy',
+];
+
+let history: LocalHistory;
+beforeAll(async () => {
+  history = await startHistory('metrics-suite', DAYS);
+}, 120_000);
+afterAll(async () => {
+  await history?.anvil.stop();
+});
+
+const isoDay = (seconds: number) => new Date(seconds * 1000).toISOString().slice(0, 10);
+/** One hour into the day after the history: yesterday is the last simulated day. */
+const endNow = () => new Date((history.deployment.historyEndTimestamp + 3600) * 1000);
+
+function processor(db: Database, now: () => Date = endNow, alertWindowDays?: number) {
+  return createMetricsProcessor({
+    db,
+    logger: createLogger('silent'),
+    chain: history.chain,
+    client: createSyncClient(history.chain),
+    now,
+    ...(alertWindowDays === undefined ? {} : { alertWindowDays }),
+  });
+}
+
+async function setup(db: Database): Promise<Product[]> {
+  const engines = SLUGS.map((s) => history.deployment.engines[s]!);
+  return provisionEngines(db, history.deployment, engines);
+}
+
+/** All rows, keyed by slug and without created_at: comparable across databases. */
+async function dump(db: Database): Promise<string[]> {
+  const { rows } = await db.query<Record<string, unknown>>(
+    `SELECT p.slug, s.* FROM daily_snapshots s JOIN products p ON p.id = s.product_id
+     ORDER BY p.slug, s.date`,
+  );
+  return rows.map((r) => {
+    const { created_at: _c, product_id: _p, ...rest } = r;
+    return JSON.stringify(rest, (_k, v) => (v instanceof Date ? v.toISOString() : v));
+  });
+}
+
+/** The reference APY: ((a1/s1)/(a0/s0))^365 − 1 with decimal.js, 6 places half away from zero. */
+function referenceApy(a0: bigint, s0: bigint, a1: bigint, s1: bigint): string | null {
+  if (a0 === 0n || s0 === 0n || a1 === 0n || s1 === 0n) return null;
+  const D = Decimal.clone({ precision: 120 });
+  const ratio = new D(a1.toString())
+    .div(s1.toString())
+    .div(new D(a0.toString()).div(s0.toString()));
+  const s = ratio.pow(365).minus(1).toFixed(6, Decimal.ROUND_HALF_UP);
+  return s === '-0.000000' ? '0.000000' : s;
+}
+
+describe.each(storageEngines())('daily metrics on %s', (engine) => {
+  let test: TestDatabase;
+  let products: Product[];
+  beforeAll(async () => {
+    test = await freshDatabase(engine);
+    products = await setup(test.db);
+  });
+  afterAll(async () => {
+    await test?.drop();
+  });
+
+  it('backfills every day from deployment to yesterday, once', async () => {
+    const t0 = performance.now();
+    const { written } = await processor(test.db).runOnce();
+    const seconds = (performance.now() - t0) / 1000;
+    const d = history.deployment;
+    const firstDay = isoDay(d.genesisTimestamp); // engines are deployed a minute after genesis
+    const lastDay = isoDay(d.historyEndTimestamp - 1);
+    const expectedDays = DAYS + 1; // the deployment day (genesis at 23:00) plus the history
+    expect(written).toBe(products.length * expectedDays);
+    const repo = createSnapshotsRepo(test.db);
+    for (const p of products) {
+      const rows = await repo.listRange(p.id, '2000-01-01', '2100-01-01');
+      expect(rows.map((r) => r.date)[0]).toBe(firstDay);
+      expect(rows.at(-1)?.date).toBe(lastDay);
+      expect(rows).toHaveLength(expectedDays);
+    }
+    expect(seconds).toBeLessThan(30); // generous; the benchmark prints the real figure
+  });
+
+  it('matches an independent computation from raw chain reads', async () => {
+    const client = createChainPublicClient(history.anvil.rpcUrl, history.chain.chainId);
+    const repo = createSnapshotsRepo(test.db);
+    for (const p of products) {
+      const engineAddress = p.engineAddress as Address;
+      const rows = await repo.listRange(p.id, '2000-01-01', '2100-01-01');
+      const last = rows.at(-1)!;
+      const logs = (
+        await client.getLogs({ address: engineAddress, fromBlock: 0n, toBlock: last.blockNumber })
+      ).map((l) => ({
+        block: l.blockNumber,
+        ev: decodeEventLog({ abi: yieldEngineAbi, data: l.data, topics: l.topics }),
+      }));
+      let prev: Snapshot | undefined;
+      for (const row of rows) {
+        const b = row.blockNumber;
+        // The boundary: last block before the next 00:00 UTC.
+        const next = Date.parse(`${row.date}T00:00:00Z`) / 1000 + 86_400;
+        const [blk, after] = await Promise.all([
+          client.getBlock({ blockNumber: b }),
+          client.getBlock({ blockNumber: b + 1n }),
+        ]);
+        expect(Number(blk.timestamp)).toBeLessThan(next);
+        expect(Number(after.timestamp)).toBeGreaterThanOrEqual(next);
+        expect(row.blockTimestamp.getTime()).toBe(Number(blk.timestamp) * 1000);
+
+        const read = <F extends 'totalAssets' | 'totalSupplyAfterFees'>(fn: F) =>
+          client.readContract({
+            address: engineAddress,
+            abi: yieldEngineAbi,
+            functionName: fn,
+            blockNumber: b,
+          });
+        const [assets, supplyAfterFees, uAssets, uSupply, serviceTotal, partnerTotal] =
+          await Promise.all([
+            read('totalAssets'),
+            read('totalSupplyAfterFees'),
+            client.readContract({
+              address: p.underlyingVaultAddress,
+              abi: yieldVaultAbi,
+              functionName: 'totalAssets',
+              blockNumber: b,
+            }),
+            client.readContract({
+              address: p.underlyingVaultAddress,
+              abi: yieldVaultAbi,
+              functionName: 'totalSupply',
+              blockNumber: b,
+            }),
+            client.readContract({
+              address: engineAddress,
+              abi: yieldEngineAbi,
+              functionName: 'serviceFeeAssetsTotal',
+              blockNumber: b,
+            }),
+            client.readContract({
+              address: engineAddress,
+              abi: yieldEngineAbi,
+              functionName: 'partnerFeeAssetsTotal',
+              blockNumber: b,
+            }),
+          ]);
+        expect(row.engineTotalAssets).toBe(assets);
+        expect(row.engineTotalSupply).toBe(supplyAfterFees);
+        expect(row.underlyingTotalAssets).toBe(uAssets);
+        expect(row.underlyingTotalSupply).toBe(uSupply);
+
+        // Fee counters equal the sums of the FeesAccrued logs up to the boundary.
+        let service = 0n;
+        let partner = 0n;
+        let deposits = 0n;
+        let withdrawals = 0n;
+        const from = prev ? prev.blockNumber : 0n;
+        for (const { block, ev } of logs) {
+          if (block === null || block > b) continue;
+          if (ev.eventName === 'FeesAccrued') {
+            service += ev.args.serviceAssets;
+            partner += ev.args.partnerAssets;
+          }
+          if (block <= from) continue;
+          if (ev.eventName === 'Deposit') deposits += ev.args.assets;
+          if (ev.eventName === 'Withdraw') withdrawals += ev.args.assets;
+        }
+        expect(serviceTotal).toBe(service);
+        expect(partnerTotal).toBe(partner);
+        expect(row.serviceFeeAssetsTotal).toBe(service);
+        expect(row.partnerFeeAssetsTotal).toBe(partner);
+        expect(row.depositsAssets).toBe(deposits);
+        expect(row.withdrawalsAssets).toBe(withdrawals);
+
+        // Day figures.
+        expect(row.dailyPartnerFee).toBe(partner - (prev?.partnerFeeAssetsTotal ?? 0n));
+        expect(row.dailyServiceFee).toBe(service - (prev?.serviceFeeAssetsTotal ?? 0n));
+        expect(row.dailyYieldAssets).toBe(
+          assets - (prev?.engineTotalAssets ?? 0n) - deposits + withdrawals,
+        );
+        expect(row.underlyingApy).toBe(
+          prev
+            ? referenceApy(prev.underlyingTotalAssets, prev.underlyingTotalSupply, uAssets, uSupply)
+            : null,
+        );
+        expect(row.netApyForUser).toBe(
+          prev
+            ? referenceApy(prev.engineTotalAssets, prev.engineTotalSupply, assets, supplyAfterFees)
+            : null,
+        );
+        prev = row;
+      }
+      // The daily partner fees reconcile with the cumulative counter to the base unit.
+      const sum = rows.reduce((s, r) => s + (r.dailyPartnerFee ?? 0n), 0n);
+      expect(sum).toBe(last.partnerFeeAssetsTotal);
+      expect(last.partnerFeeAssetsTotal).toBeGreaterThan(0n);
+    }
+  });
+
+  it('stores alerts only for the last two days, exactly where the thresholds are crossed', async () => {
+    const events = await createEventsRepo(test.db).list();
+    const today = isoDay(history.deployment.historyEndTimestamp);
+    const window = new Set(
+      [1, 2].map((n) => isoDay(Date.parse(`${today}T00:00:00Z`) / 1000 - n * 86_400)),
+    );
+    const repo = createSnapshotsRepo(test.db);
+    const expected: string[] = [];
+    for (const p of products) {
+      const rows = await repo.listRange(p.id, '2000-01-01', '2100-01-01');
+      for (const [i, row] of rows.entries()) {
+        const prev = rows[i - 1];
+        if (!prev || !window.has(row.date)) continue;
+        const moved = (a: Decimal, b: Decimal, pct: number) =>
+          !a.isZero() && b.minus(a).abs().div(a.abs()).times(100).greaterThan(pct);
+        if (
+          prev.netApyForUser !== null &&
+          row.netApyForUser !== null &&
+          moved(new Decimal(prev.netApyForUser), new Decimal(row.netApyForUser), 10)
+        ) {
+          expected.push(`apy_change:${p.slug}:${row.date}`);
+        }
+        if (
+          moved(
+            new Decimal(prev.engineTotalAssets.toString()),
+            new Decimal(row.engineTotalAssets.toString()),
+            20,
+          )
+        ) {
+          expected.push(`tvl_alert:${p.slug}:${row.date}`);
+        }
+      }
+    }
+    expect(events.map((e) => e.dedupeKey).sort()).toEqual(expected.sort());
+    for (const e of events) {
+      const payload = JSON.parse(e.payload) as Record<string, unknown>;
+      expect(window.has(payload.date as string)).toBe(true);
+      expect(e.occurredAt.toISOString().slice(0, 10)).toBe(payload.date);
+    }
+  });
+
+  it('changes nothing when rerun, and refills a deleted day identically', async () => {
+    const before = await dump(test.db);
+    const eventsBefore = (await createEventsRepo(test.db).list()).length;
+    expect((await processor(test.db).runOnce()).written).toBe(0);
+    expect(await dump(test.db)).toEqual(before);
+
+    const p = products[1]!; // the async engine
+    await test.db.query(
+      `DELETE FROM daily_snapshots WHERE product_id = $1 AND date = (
+         SELECT min(date) + 10 FROM daily_snapshots WHERE product_id = $1)`,
+      [p.id],
+    );
+    expect((await processor(test.db).runOnce()).written).toBe(1);
+    expect(await dump(test.db)).toEqual(before);
+    expect((await createEventsRepo(test.db).list()).length).toBe(eventsBefore);
+  });
+
+  it('gives the same rows when the backfill runs in two steps on another database', async () => {
+    const other = await freshDatabase(engine);
+    try {
+      await setup(other.db);
+      const mid = new Date((history.deployment.historyStartTimestamp + 12 * 86_400 + 5) * 1000);
+      const first = await processor(other.db, () => mid).runOnce();
+      expect(first.written).toBe(products.length * 13); // deployment day + 12 history days
+      await processor(other.db).runOnce();
+      expect(await dump(other.db)).toEqual(await dump(test.db));
+    } finally {
+      await other.drop();
+    }
+  });
+
+  it('serves latest, range and latest-n queries', async () => {
+    const repo = createSnapshotsRepo(test.db);
+    const p = products[0]!;
+    const latest = await repo.latest(p.id);
+    expect(latest?.date).toBe(isoDay(history.deployment.historyEndTimestamp - 1));
+    const newest = await repo.listLatest(p.id, 5);
+    expect(newest.map((r) => r.date)).toEqual(
+      [0, 1, 2, 3, 4].map((n) => isoDay(history.deployment.historyEndTimestamp - 1 - n * 86_400)),
+    );
+    const from = newest[4]!.date;
+    const to = newest[1]!.date;
+    const range = await repo.listRange(p.id, from, to);
+    expect(range.map((r) => r.date)).toEqual(
+      newest
+        .slice(1)
+        .map((r) => r.date)
+        .reverse(),
+    );
+    expect(await repo.latest('prd_unknown')).toBeUndefined();
+    expect(latest?.netApyForUser).toMatch(/^-?\d+\.\d{6}$/);
+  });
+});

@@ -4,13 +4,21 @@
  * with the engine's deployment block), so the processor sees what it sees in production.
  */
 
+import { type Address, encodeFunctionData } from 'viem';
 import type { ChainSettings } from '../../src/chain/chains.ts';
 import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import { LOCAL_ROLES } from '../../src/chain/local/accounts.ts';
 import { type AnvilHandle, startAnvil } from '../../src/chain/local/anvil.ts';
+import { BlockBuilder } from '../../src/chain/local/block-builder.ts';
 import { buildLocalChain } from '../../src/chain/local/build.ts';
-import type { LocalEngine } from '../../src/chain/local/deploy-local.ts';
+import {
+  deployLocalChain,
+  type LocalContracts,
+  type LocalEngine,
+} from '../../src/chain/local/deploy-local.ts';
 import type { DeployedEngine, LocalDeployment } from '../../src/chain/local/deployment.ts';
+import { aprBpsToRatePerSecond } from '../../src/chain/local/rates.ts';
 import { createRpc } from '../../src/chain/local/rpc.ts';
 import type { Queryable } from '../../src/db/client.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
@@ -147,4 +155,94 @@ export async function provisionEngines(
     );
   }
   return out;
+}
+
+export interface HandBuiltChain {
+  anvil: AnvilHandle;
+  builder: BlockBuilder;
+  contracts: LocalContracts;
+  chain: ChainSettings;
+  info: Pick<LocalDeployment, 'rpcUrl' | 'chainId' | 'asset'>;
+  /** Queues a deposit of `assets` base units by `user` into the engine of `slug`. */
+  deposit(slug: string, assets: bigint, user?: Address): Promise<void>;
+  withdraw(slug: string, assets: bigint, user?: Address): Promise<void>;
+  setRate(vault: Address, aprBps: number): Promise<void>;
+  engine(slug: string): LocalEngine;
+}
+
+/**
+ * A chain whose every block time the test chooses: the demo contracts deployed a minute after
+ * `genesis`, the sync vault's rate set to 0 (share price exactly 1, so TVLs are exact), automine
+ * off. Mine blocks with `builder.mine(timestamp)`.
+ */
+export async function startHandBuiltChain(genesis: number): Promise<HandBuiltChain> {
+  const anvil = await startAnvil({ genesisTimestamp: genesis });
+  const rpc = createRpc(anvil.rpcUrl);
+  const builder = new BlockBuilder(rpc);
+  await builder.begin();
+  const contracts = await deployLocalChain(builder, { timestamp: genesis + 60 });
+  const engine = (slug: string) => {
+    const e = contracts.engines.find((x) => x.product.slug === slug);
+    if (!e) throw new Error(`no engine ${slug}`);
+    return e;
+  };
+  const user0 = LOCAL_ROLES.users[0];
+  const setRate = async (vault: Address, aprBps: number) => {
+    await builder.send({
+      from: LOCAL_ROLES.deployer,
+      to: vault,
+      data: encodeFunctionData({
+        abi: yieldVaultAbi,
+        functionName: 'setRatePerSecond',
+        args: [aprBpsToRatePerSecond(aprBps)],
+      }),
+      label: `rate ${vault} ${aprBps}`,
+    });
+  };
+  await setRate(contracts.syncVault.address, 0);
+  await builder.mine(genesis + 120);
+  return {
+    anvil,
+    builder,
+    contracts,
+    chain: {
+      chainId: anvil.chainId,
+      name: 'hand-built',
+      rpcUrls: [anvil.rpcUrl],
+      confirmationDepth: 2,
+      blockRangeLimit: 10_000,
+      evm: true,
+    },
+    info: {
+      rpcUrl: anvil.rpcUrl,
+      chainId: anvil.chainId,
+      asset: { ...contracts.asset, symbol: 'TUSD', decimals: 6 },
+    },
+    engine,
+    setRate,
+    async deposit(slug, assets, user = user0) {
+      await builder.send({
+        from: user,
+        to: engine(slug).address,
+        data: encodeFunctionData({
+          abi: yieldEngineAbi,
+          functionName: 'deposit',
+          args: [assets, user],
+        }),
+        label: `deposit ${slug}`,
+      });
+    },
+    async withdraw(slug, assets, user = user0) {
+      await builder.send({
+        from: user,
+        to: engine(slug).address,
+        data: encodeFunctionData({
+          abi: yieldEngineAbi,
+          functionName: 'withdraw',
+          args: [assets, user, user],
+        }),
+        label: `withdraw ${slug}`,
+      });
+    },
+  };
 }

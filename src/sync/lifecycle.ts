@@ -235,7 +235,7 @@ export function createLifecycle(options: LifecycleOptions) {
           await startDeployment(p);
           txHash = (await products.getById(p.id))?.deployTxHash ?? null;
           if (!txHash) continue;
-          head = await client.getBlockNumber();
+          head = await client.getBlockNumber({ cacheTime: 0 });
         }
         if (await followDeployment(p, txHash, head)) result.deployed.push(p.slug);
       } catch (err) {
@@ -311,7 +311,7 @@ export function createLifecycle(options: LifecycleOptions) {
     const result: LifecycleTickResult = { leased: false, deployed: [], moved: [] };
     if (!(await leases.acquire(leaseName, holder, leaseTtlMs))) return result;
     result.leased = true;
-    const head = await client.getBlockNumber();
+    const head = await client.getBlockNumber({ cacheTime: 0 }); // never a cached head: depth is counted from it
     await deployPending(head, result);
     const confirmed = head - BigInt(chain.confirmationDepth);
     if (confirmed >= 0n) await followStatuses(confirmed, result);

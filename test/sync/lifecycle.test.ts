@@ -1,0 +1,254 @@
+/**
+ * The product lifecycle worker on a real anvil (blocks mined explicitly, so confirmation depth is
+ * exact) and every storage engine: deployment once across a restart, status following the engine
+ * and the upstream vault, vault_pause on entry and once per UTC day, operator deprecation.
+ */
+import { type Address, encodeFunctionData, getAddress } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSyncClient } from '../../src/chain/chains.ts';
+import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { createLogger } from '../../src/logger.ts';
+import { localChainSettings } from '../../src/sync/chain-runtime.ts';
+import { deprecateProduct } from '../../src/sync/lifecycle/operator-commands.ts';
+import { createLifecycle } from '../../src/sync/lifecycle.ts';
+import {
+  type Fixture,
+  mineBlock,
+  OPERATOR,
+  PARTNER,
+  SERVICE,
+  send,
+  setupFixture,
+} from '../chain/helpers.ts';
+import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+
+const logger = createLogger((process.env.TEST_LOG_LEVEL ?? 'silent') as 'silent');
+let fx: Fixture;
+beforeAll(async () => {
+  fx = await setupFixture();
+});
+afterAll(async () => {
+  await fx?.stop();
+});
+
+const mine = async (n: number) => {
+  for (let i = 0; i < n; i++) await mineBlock(fx);
+};
+
+describe.each(storageEngines())('product lifecycle on %s', (engine) => {
+  let t: TestDatabase;
+  let product: Product;
+  let clock = new Date('2030-03-01T10:00:00Z');
+  const slug = `core-${engine}`;
+  const chain = () => localChainSettings(fx.anvil.rpcUrl, fx.anvil.chainId);
+  const lifecycle = (holder = 'worker-1') =>
+    createLifecycle({
+      db: t.db,
+      logger,
+      chain: chain(),
+      client: createSyncClient(chain()),
+      holder,
+      now: () => clock,
+    });
+  const vaultPauses = async () =>
+    (await createEventsRepo(t.db).list({ eventType: 'vault_pause', productId: product.id })).map(
+      (e) => e.dedupeKey,
+    );
+  const reload = async () => (product = (await createProductsRepo(t.db).getById(product.id))!);
+  const operatorNonce = () => createSyncClient(chain()).getTransactionCount({ address: OPERATOR });
+
+  beforeAll(async () => {
+    t = await freshDatabase(engine);
+    const partner = await createPartnersRepo(t.db).create('Acme');
+    product = await createProductsRepo(t.db).create({
+      partnerId: partner.id,
+      environment: 'test',
+      slug,
+      displayName: 'USDC Core',
+      riskLabel: 'low',
+      chainId: fx.anvil.chainId,
+      vaultKind: 'sync',
+      engineName: 'Core',
+      engineSymbol: 'yC',
+      underlyingVaultAddress: fx.syncVault,
+      assetAddress: fx.asset,
+      assetSymbol: 'USDC',
+      assetDecimals: 6,
+      serviceFeeBps: 500,
+      partnerFeeBps: 1000,
+      serviceFeeRecipient: SERVICE,
+      partnerFeeRecipient: PARTNER,
+    });
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  it('deploys a pending product once, across a restart, and activates it at depth', async () => {
+    const nonceBefore = await operatorNonce();
+    const first = await lifecycle().tick();
+    expect(first).toMatchObject({ leased: true, deployed: [] });
+    const hash = (await reload()).deployTxHash;
+    expect(hash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(product.status).toBe('pending_deploy');
+
+    // Another worker cannot take the chain while the lease is held.
+    expect((await lifecycle('worker-2').tick()).leased).toBe(false);
+
+    // "Restart": a new instance finds the recorded transaction, still unmined, and only waits.
+    const restarted = lifecycle();
+    expect((await restarted.tick()).deployed).toEqual([]);
+    await mine(1);
+    expect((await restarted.tick()).deployed).toEqual([]); // 0 blocks on top: not at depth 2
+    await mine(1);
+    expect((await restarted.tick()).deployed).toEqual([]); // 1 block on top
+    await mine(1);
+    expect((await restarted.tick()).deployed).toEqual([slug]);
+
+    await reload();
+    expect(product.status).toBe('active');
+    expect(product.deployTxHash).toBe(hash);
+    expect(await operatorNonce()).toBe(nonceBefore + 1); // exactly one transaction: one engine
+    const client = createSyncClient(chain());
+    const receipt = await client.getTransactionReceipt({ hash: hash! });
+    const engineAddress = getAddress(receipt.contractAddress!);
+    expect(product.engineAddress).toBe(engineAddress);
+    expect(product.deployedBlock).toBe(receipt.blockNumber);
+    expect(product.shareDecimals).toBe(12); // asset 6 + the engine's offset 6
+    const block = await client.getBlock({ blockNumber: receipt.blockNumber });
+
+    await mine(1);
+    await restarted.tick();
+    const deployed = await createEventsRepo(t.db).list({ eventType: 'product.deployed' });
+    expect(deployed).toHaveLength(1);
+    expect(deployed[0]?.dedupeKey).toBe(dedupeKey.productDeployed(slug));
+    expect(deployed[0]).toMatchObject({
+      partnerId: product.partnerId,
+      environment: 'test',
+      productId: product.id,
+    });
+    expect(JSON.parse(deployed[0]!.payload)).toEqual({
+      slug,
+      chain_id: fx.anvil.chainId,
+      engine_contract_address: engineAddress,
+      underlying_vault_address: fx.syncVault,
+      status: 'active',
+      occurred_at: new Date(Number(block.timestamp) * 1000).toISOString(),
+    });
+    expect(deployed[0]!.payload).toMatch(/"occurred_at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"/);
+  });
+
+  const engineCall = (fn: 'pause' | 'unpause') =>
+    send(
+      fx,
+      OPERATOR,
+      product.engineAddress as Address,
+      encodeFunctionData({ abi: yieldEngineAbi, functionName: fn }),
+    );
+  const halt = (on: boolean) =>
+    send(
+      fx,
+      OPERATOR,
+      fx.syncVault,
+      encodeFunctionData({ abi: yieldVaultAbi, functionName: 'setPaused', args: [on] }),
+    );
+
+  it('follows the engine pause at depth: paused with vault_pause, once per UTC day', async () => {
+    const worker = lifecycle();
+    await engineCall('pause');
+    await worker.tick();
+    expect((await reload()).status).toBe('active'); // not yet at depth
+    await mine(2);
+    expect((await worker.tick()).moved).toEqual([slug]);
+    expect(await reload()).toMatchObject({
+      status: 'paused',
+      chainPaused: true,
+      operatorPaused: false,
+    });
+    expect(await vaultPauses()).toEqual([dedupeKey.pause(slug, '2030-03-01')]);
+    const [event] = await createEventsRepo(t.db).list({
+      eventType: 'vault_pause',
+      productId: product.id,
+    });
+    expect(JSON.parse(event!.payload)).toEqual({ slug, status: 'paused' });
+
+    clock = new Date('2030-03-01T23:59:59Z');
+    await worker.tick();
+    expect(await vaultPauses()).toHaveLength(1); // same UTC day: not again
+    clock = new Date('2030-03-02T00:00:01Z');
+    await worker.tick();
+    await worker.tick();
+    expect(await vaultPauses()).toEqual([
+      dedupeKey.pause(slug, '2030-03-01'),
+      dedupeKey.pause(slug, '2030-03-02'),
+    ]);
+  });
+
+  it('resumes to active with no event when the engine is unpaused', async () => {
+    const worker = lifecycle();
+    await engineCall('unpause');
+    await mine(2);
+    expect((await worker.tick()).moved).toEqual([slug]);
+    expect(await reload()).toMatchObject({ status: 'active', chainPaused: false });
+    expect(await vaultPauses()).toHaveLength(2);
+  });
+
+  it('pauses on an upstream halt; a second entry the same day still stores vault_pause', async () => {
+    const worker = lifecycle();
+    await halt(true);
+    await mine(2);
+    await worker.tick();
+    expect(await reload()).toMatchObject({
+      status: 'paused',
+      upstreamHalted: true,
+      chainPaused: false,
+    });
+    const keys = await vaultPauses();
+    expect(keys).toHaveLength(3);
+    expect(keys[2]).toMatch(new RegExp(`^vault_pause:${slug}:2030-03-02@`));
+    await worker.tick();
+    expect(await vaultPauses()).toHaveLength(3);
+
+    await halt(false);
+    await mine(2);
+    await worker.tick();
+    expect(await reload()).toMatchObject({ status: 'active', upstreamHalted: false });
+  });
+
+  it('deprecates on the operator command: on chain and in the database, final', async () => {
+    await fx.rpc('evm_setAutomine', [true]);
+    try {
+      const out = await deprecateProduct(
+        {
+          db: t.db,
+          chainFor: async () => ({ chain: chain(), client: createSyncClient(chain()) }),
+          now: () => clock,
+        },
+        slug,
+      );
+      expect(out.status).toBe('deprecated');
+      expect(out.txHash).toMatch(/^0x/);
+    } finally {
+      await fx.rpc('evm_setAutomine', [false]);
+    }
+    const onChain = await createSyncClient(chain()).readContract({
+      address: product.engineAddress as Address,
+      abi: yieldEngineAbi,
+      functionName: 'deprecated',
+    });
+    expect(onChain).toBe(true);
+    fx.now = Number((await createSyncClient(chain()).getBlock()).timestamp) + 1;
+    await mine(2);
+    await lifecycle().tick();
+    expect((await reload()).status).toBe('deprecated');
+    await expect(
+      deprecateProduct(
+        { db: t.db, chainFor: async () => ({ chain: chain(), client: createSyncClient(chain()) }) },
+        slug,
+      ),
+    ).rejects.toThrow(/deprecated, which is final/);
+  });
+});

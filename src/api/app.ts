@@ -5,17 +5,35 @@
 import { randomBytes } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, LogController } from 'fastify';
+import type { SyncPublicClient } from '../chain/chains.ts';
+import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
+import { createProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
+import { createChainReader } from './chain-reader.ts';
 import { ApiError, type ErrorCode, envelope } from './errors.ts';
+import { partnerScope } from './partner-scope.ts';
+import { createSnapshotReads } from './read-model.ts';
+import { apyHistoryRoute } from './routes/apy-history.ts';
+import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';
+import { positionRoute } from './routes/position.ts';
+import { productHealthRoute } from './routes/product-health.ts';
+import { productsRoutes } from './routes/products.ts';
+import { yieldCalcRoute } from './routes/yield-calc.ts';
 
 export interface AppDeps {
   db: Database;
   logger: Logger;
   /** Present when REDIS_URL is configured. */
   redis?: Redis | undefined;
+  /** The chains products live on: clients for live reads, and display names. */
+  chains?: ReadonlyArray<{ chainId: number; name: string; evm: boolean; client: SyncPublicClient }>;
+  /** Timeout and cache of live chain reads (tests shorten them). */
+  chainReads?: { timeoutMs?: number; cacheMs?: number; headMs?: number };
+  /** Clock of the date-window endpoints (tests pin it). */
+  now?: () => Date;
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -93,8 +111,11 @@ export async function buildApp(deps: AppDeps) {
       return reply.code(err.status).headers(err.headers).send(envelope(err.code, err.message));
     }
     if (err.validation) {
+      // A path parameter that fails its schema (say, a 300-character slug) names nothing that exists.
       const code: ErrorCode =
-        request.routeOptions.config?.validationErrorCode?.(err) ?? 'invalid_payload';
+        err.validationContext === 'params'
+          ? 'not_found'
+          : (request.routeOptions.config?.validationErrorCode?.(err) ?? 'invalid_payload');
       return reply.code(400).send(envelope(code));
     }
     const mapped = codeForFrameworkError(err);
@@ -110,6 +131,30 @@ export async function buildApp(deps: AppDeps) {
   });
 
   await app.register(healthRoutes, { db: deps.db, redis: deps.redis });
+
+  const products = createProductsRepo(deps.db);
+  const snapshots = createSnapshotReads(deps.db);
+  const chains = deps.chains ?? [];
+  const chain = createChainReader({
+    ...deps.chainReads,
+    clients: new Map(chains.map((c) => [c.chainId, c.client])),
+    nonEvmChains: new Set(chains.filter((c) => !c.evm).map((c) => c.chainId)),
+  });
+  const names = new Map(chains.map((c) => [c.chainId, c.name]));
+  const chainName = (id: number) => names.get(id) ?? `chain-${id}`;
+  const clock = deps.now ? { now: deps.now } : {};
+  await app.register(partnerScope, {
+    keys: createApiKeysRepo(deps.db),
+    redis: deps.redis,
+    routes: [
+      productsRoutes({ products, snapshots, chainName }),
+      apyHistoryRoute({ products, snapshots, ...clock }),
+      feeStatsRoute({ products, snapshots, ...clock }),
+      yieldCalcRoute({ products, snapshots }),
+      productHealthRoute({ products, chain }),
+      positionRoute({ products, chain }),
+    ],
+  });
   return app;
 }
 

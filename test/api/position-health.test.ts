@@ -9,37 +9,21 @@ import path from 'node:path';
 import { erc4626Abi, getAddress, formatUnits as viemFormatUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
-import { createChainReader } from '../../src/api/chain-reader.ts';
-import { partnerScope } from '../../src/api/partner-scope.ts';
-import { positionRoute } from '../../src/api/routes/position.ts';
-import { productHealthRoute } from '../../src/api/routes/product-health.ts';
 import { createSyncClient, type SyncPublicClient } from '../../src/chain/chains.ts';
 import { ensureLocalChain, type LocalChain } from '../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
-import { createProductsRepo } from '../../src/db/products.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { provisionFromDeployment } from '../helpers/local-products.ts';
 import { captureLogger } from '../helpers/logs.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
-async function appFor(
-  t: TestDatabase,
-  clients: Map<number, SyncPublicClient>,
-  nonEvm?: Set<number>,
-) {
-  const app = await buildApp({ db: t.db, logger: captureLogger().logger });
-  const products = createProductsRepo(t.db);
-  const chain = createChainReader({
-    clients,
-    timeoutMs: 1500,
-    cacheMs: 0,
-    headMs: 0,
-    nonEvmChains: nonEvm,
-  });
-  await app.register(partnerScope, {
-    keys: createApiKeysRepo(t.db),
-    routes: [positionRoute({ products, chain }), productHealthRoute({ products, chain })],
+async function appFor(t: TestDatabase, client: SyncPublicClient, chainId: number, evm = true) {
+  const app = await buildApp({
+    db: t.db,
+    logger: captureLogger().logger,
+    chains: [{ chainId, name: 'Local', evm, client }],
+    chainReads: { timeoutMs: 1500, cacheMs: 0, headMs: 0 },
   });
   await app.ready();
   return app;
@@ -72,7 +56,7 @@ describe('position and health on a local chain', () => {
       blockRangeLimit: 10_000,
       evm: true,
     });
-    app = await appFor(t, new Map([[d.chainId, client]]));
+    app = await appFor(t, client, d.chainId);
   });
   afterAll(async () => {
     await app?.close();
@@ -194,11 +178,7 @@ describe('position and health on a local chain', () => {
   });
 
   it('answers chain_not_supported for a product on a non-EVM chain', async () => {
-    const other = await appFor(
-      t,
-      new Map([[chain.deployment.chainId, client]]),
-      new Set([chain.deployment.chainId]),
-    );
+    const other = await appFor(t, client, chain.deployment.chainId, false);
     const res = await other.inject({
       url: `/api/partner/products/acme-live-usdc-core/position?address=0x${'00'.repeat(20)}`,
       headers: { 'x-api-key': acmeLive },
@@ -222,7 +202,7 @@ describe('position and health on a local chain', () => {
       blockRangeLimit: 10_000,
       evm: true,
     });
-    const slow = await appFor(t, new Map([[chain.deployment.chainId, hungClient]]));
+    const slow = await appFor(t, hungClient, chain.deployment.chainId);
     const started = Date.now();
     const res = await slow.inject({
       url: '/api/partner/products/acme-live-usdc-core/health',

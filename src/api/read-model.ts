@@ -1,0 +1,97 @@
+/**
+ * The API's read side of daily snapshots: the few queries the endpoints need, shaped for them.
+ * Amounts stay exact (numeric → string → bigint); APYs are the stored 6-place decimal strings.
+ *
+ * The first snapshot of a product has no previous day, so it has no APY and no daily figures; it
+ * appears in neither apy-history nor fee-stats, and serves latest_metrics until the next day.
+ */
+import type { Queryable } from '../db/client.ts';
+
+export interface SnapshotView {
+  date: string;
+  engineTotalAssets: bigint;
+  underlyingApy: string | null;
+  netApyForUser: string | null;
+  dailyYieldAssets: bigint | null;
+  dailyPartnerFee: bigint | null;
+  dailyServiceFee: bigint | null;
+  cumulativePartnerFee: bigint;
+}
+
+interface Row {
+  product_id: string;
+  date: string;
+  engine_total_assets: string;
+  underlying_apy: string | null;
+  net_apy_for_user: string | null;
+  daily_yield_assets: string | null;
+  daily_partner_fee: string | null;
+  daily_service_fee: string | null;
+  partner_fee_assets_total: string;
+}
+
+const big = (v: string | null) => (v === null ? null : BigInt(v));
+const toView = (r: Row): SnapshotView => ({
+  date: r.date,
+  engineTotalAssets: BigInt(r.engine_total_assets),
+  underlyingApy: r.underlying_apy,
+  netApyForUser: r.net_apy_for_user,
+  dailyYieldAssets: big(r.daily_yield_assets),
+  dailyPartnerFee: big(r.daily_partner_fee),
+  dailyServiceFee: big(r.daily_service_fee),
+  cumulativePartnerFee: BigInt(r.partner_fee_assets_total),
+});
+
+const COLUMNS = `product_id, date, engine_total_assets, underlying_apy, net_apy_for_user,
+  daily_yield_assets, daily_partner_fee, daily_service_fee, partner_fee_assets_total`;
+
+export function createSnapshotReads(db: Queryable) {
+  return {
+    /** The latest snapshot of each product (one query for a whole products list). */
+    async latestFor(productIds: readonly string[]): Promise<Map<string, SnapshotView>> {
+      if (productIds.length === 0) return new Map();
+      const { rows } = await db.query<Row>(
+        `SELECT DISTINCT ON (product_id) ${COLUMNS} FROM daily_snapshots
+         WHERE product_id = ANY($1::text[]) ORDER BY product_id, date DESC`,
+        [productIds],
+      );
+      return new Map(rows.map((r) => [r.product_id, toView(r)]));
+    },
+
+    /** The latest measured net APY (the first day has none). */
+    async latestNetApy(productId: string): Promise<string | undefined> {
+      const { rows } = await db.query<{ net_apy_for_user: string }>(
+        `SELECT net_apy_for_user FROM daily_snapshots
+         WHERE product_id = $1 AND net_apy_for_user IS NOT NULL ORDER BY date DESC LIMIT 1`,
+        [productId],
+      );
+      return rows[0]?.net_apy_for_user;
+    },
+
+    /** Snapshots with an APY in [from, to], newest first. */
+    async apyHistory(productId: string, from: string, to: string): Promise<SnapshotView[]> {
+      const { rows } = await db.query<Row>(
+        `SELECT ${COLUMNS} FROM daily_snapshots
+         WHERE product_id = $1 AND date BETWEEN $2 AND $3
+           AND underlying_apy IS NOT NULL AND net_apy_for_user IS NOT NULL
+         ORDER BY date DESC`,
+        [productId, from, to],
+      );
+      return rows.map(toView);
+    },
+
+    /** Snapshots with daily figures in [from, to], oldest first. */
+    async feeStats(productId: string, from: string, to: string): Promise<SnapshotView[]> {
+      const { rows } = await db.query<Row>(
+        `SELECT ${COLUMNS} FROM daily_snapshots
+         WHERE product_id = $1 AND date BETWEEN $2 AND $3
+           AND daily_yield_assets IS NOT NULL AND net_apy_for_user IS NOT NULL
+         ORDER BY date ASC`,
+        [productId, from, to],
+      );
+      return rows.map(toView);
+    },
+  };
+}
+
+export type SnapshotReads = ReturnType<typeof createSnapshotReads>;

@@ -1,0 +1,73 @@
+/** GET /api/partner/products/{slug}/apy-history?days=7|30|180: one row per measured day, newest first. */
+import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { ProductsRepo } from '../../db/products.ts';
+import { trailingDays } from '../date-range.ts';
+import { ApiError } from '../errors.ts';
+import { partnerOf } from '../partner-scope.ts';
+import { resolveProduct } from '../product-access.ts';
+import type { SnapshotReads } from '../read-model.ts';
+import { DecimalString, Ok, SlugParams } from '../schemas.ts';
+
+export const ALLOWED_DAYS = [7, 30, 180] as const;
+
+export const ApyHistoryRow = Type.Object(
+  {
+    date: Type.String({ format: 'date' }),
+    underlying_apy: DecimalString('APY of the underlying vault, decimal fraction, 6 places'),
+    net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
+  },
+  { additionalProperties: false },
+);
+
+/** `days` as the spec allows it: absent → 30; exactly "7", "30" or "180"; anything else invalid_days. */
+export function parseDays(raw: string | undefined): number {
+  if (raw === undefined) return 30;
+  const n = ALLOWED_DAYS.find((d) => String(d) === raw);
+  if (n === undefined) throw new ApiError('invalid_days');
+  return n;
+}
+
+export function apyHistoryRoute(deps: {
+  products: ProductsRepo;
+  snapshots: SnapshotReads;
+  now?: () => Date;
+}): FastifyPluginAsyncTypebox {
+  const now = deps.now ?? (() => new Date());
+  return async (app) => {
+    app.get(
+      '/api/partner/products/:slug/apy-history',
+      {
+        schema: {
+          params: SlugParams,
+          querystring: Type.Object({
+            days: Type.Optional(
+              Type.String({ enum: ['7', '30', '180'], description: 'Default 30' }),
+            ),
+          }),
+          response: { 200: Ok(Type.Array(ApyHistoryRow)) },
+        },
+        config: { validationErrorCode: () => 'invalid_days' },
+      },
+      async (request, reply) => {
+        const days = parseDays(request.query.days);
+        const product = await resolveProduct(
+          deps.products,
+          partnerOf(request),
+          request.params.slug,
+          'deployed',
+        );
+        const { from, to } = trailingDays(days, now());
+        const rows = await deps.snapshots.apyHistory(product.id, from, to);
+        reply.header('cache-control', 'private, max-age=300');
+        return {
+          success: true as const,
+          data: rows.slice(0, days).map((r) => ({
+            date: r.date,
+            underlying_apy: r.underlyingApy!,
+            net_apy_for_user: r.netApyForUser!,
+          })),
+        };
+      },
+    );
+  };
+}

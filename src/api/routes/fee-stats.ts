@@ -1,0 +1,81 @@
+/**
+ * GET /api/partner/products/{slug}/fee-stats: the daily split of yield between the partner and the
+ * service, oldest first, for reconciliation. Fees are as accrued on chain by the engine (every
+ * deposit, withdrawal and accrueFees call charges the yield since the last one), so each day's fee
+ * and the running total reconcile with the engine's cumulative fee counters to the base unit.
+ */
+import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { ProductsRepo } from '../../db/products.ts';
+import { formatUnits } from '../../money/index.ts';
+import { feeStatsRange } from '../date-range.ts';
+import { partnerOf } from '../partner-scope.ts';
+import { resolveProduct } from '../product-access.ts';
+import type { SnapshotReads } from '../read-model.ts';
+import { DecimalString, Ok, SlugParams } from '../schemas.ts';
+
+export const FeeStatsRow = Type.Object(
+  {
+    date: Type.String({ format: 'date' }),
+    engine_total_assets: DecimalString(
+      'Engine total assets at the end of the day, whole asset units',
+    ),
+    daily_yield_assets: DecimalString(
+      'Gross yield of the day (before fees), whole asset units; negative on a loss',
+    ),
+    daily_partner_fee_earned: DecimalString('Partner fee accrued that day, whole asset units'),
+    daily_service_fee_earned: DecimalString('Service fee accrued that day, whole asset units'),
+    cumulative_partner_fee_earned: DecimalString(
+      'Partner fee accrued since deployment, whole asset units',
+    ),
+    net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
+  },
+  { additionalProperties: false },
+);
+
+export function feeStatsRoute(deps: {
+  products: ProductsRepo;
+  snapshots: SnapshotReads;
+  now?: () => Date;
+}): FastifyPluginAsyncTypebox {
+  const now = deps.now ?? (() => new Date());
+  return async (app) => {
+    app.get(
+      '/api/partner/products/:slug/fee-stats',
+      {
+        schema: {
+          params: SlugParams,
+          querystring: Type.Object({
+            start_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, UTC, inclusive' })),
+            end_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, UTC, inclusive' })),
+          }),
+          response: { 200: Ok(Type.Array(FeeStatsRow)) },
+        },
+        config: { validationErrorCode: () => 'invalid_date' },
+      },
+      async (request, reply) => {
+        const { from, to } = feeStatsRange(request.query.start_date, request.query.end_date, now());
+        const product = await resolveProduct(
+          deps.products,
+          partnerOf(request),
+          request.params.slug,
+          'deployed',
+        );
+        const rows = await deps.snapshots.feeStats(product.id, from, to);
+        const units = (v: bigint | null) => formatUnits(v ?? 0n, product.assetDecimals);
+        reply.header('cache-control', 'private, max-age=300');
+        return {
+          success: true as const,
+          data: rows.map((r) => ({
+            date: r.date,
+            engine_total_assets: units(r.engineTotalAssets),
+            daily_yield_assets: units(r.dailyYieldAssets),
+            daily_partner_fee_earned: units(r.dailyPartnerFee),
+            daily_service_fee_earned: units(r.dailyServiceFee),
+            cumulative_partner_fee_earned: units(r.cumulativePartnerFee),
+            net_apy_for_user: r.netApyForUser!,
+          })),
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * `start` on a fresh DATA_DIR provisions the demo on the local chain and deploys the pending
+ * launch products; then, with the service stopped (the embedded database allows one process), the
+ * operator commands pause, resume and deprecate demo products on the saved chain.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDatabase } from '../src/db/client.ts';
+import { spawnCli, waitFor } from './helpers/process.ts';
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-demo-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+const env = {
+  DATA_DIR: dataDir,
+  PORT: '0',
+  LOCAL_CHAIN_PORT: '0',
+  LOCAL_CHAIN_DAYS: '3',
+  LOG_LEVEL: 'info',
+};
+
+async function cli(args: string[]) {
+  const p = spawnCli(args, { ...env, LOG_LEVEL: 'silent' });
+  const { code } = await p.exited;
+  return { code, out: p.stdout(), err: p.stderr() };
+}
+
+interface ListedProduct {
+  slug: string;
+  partner: string;
+  environment: string;
+  status: string;
+  vault_kind: string;
+  engine_contract_address: string | null;
+}
+
+describe('the demo', () => {
+  it('provisions both partners, both environments and every status; the worker deploys the launch products', async () => {
+    const p = spawnCli(['start'], env);
+    await waitFor(
+      () => /Local chain RPC URL (http:\S+)/.exec(p.stdout())?.[1],
+      90_000,
+      'the chain',
+    );
+    await waitFor(
+      () => (p.stdout().match(/engine deployed; product active/g)?.length === 4 ? true : undefined),
+      60_000,
+      'four launch deployments',
+    );
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+    expect(p.stdout()).toContain('"msg":"demo provisioned"');
+    expect(
+      p
+        .stdout()
+        .split('\n')
+        .filter((l) => /"level":(50|60)/.test(l)),
+    ).toEqual([]);
+
+    const listed = JSON.parse((await cli(['product', 'list', '--json'])).out) as ListedProduct[];
+    expect(new Set(listed.map((x) => x.partner))).toEqual(new Set(['Acme Wallet', 'Bravo Pay']));
+    for (const partner of ['Acme Wallet', 'Bravo Pay']) {
+      for (const environment of ['live', 'test']) {
+        const mine = listed.filter((x) => x.partner === partner && x.environment === environment);
+        const of = (s: string) => mine.filter((x) => x.status === s);
+        expect(
+          of('active')
+            .map((x) => x.vault_kind)
+            .sort(),
+        ).toEqual(['async', 'sync', 'sync']);
+        expect(of('paused')).toHaveLength(1);
+        expect(of('deprecated')).toHaveLength(1);
+        expect(of('pending_deploy').map((x) => x.slug)).toEqual([
+          expect.stringMatching(/-usdc-next$/),
+        ]);
+        expect(mine.find((x) => x.slug.endsWith('-usdc-launch'))?.status).toBe('active');
+      }
+    }
+
+    // Events stored by the worker: one product.deployed per launch product, a vault_pause for
+    // each paused product (today's), no snapshot written by the seed itself.
+    const db = await createDatabase({ engine: 'pglite', dataDir: path.join(dataDir, 'pglite') });
+    try {
+      const { rows } = await db.query<{ event_type: string; n: string }>(
+        `SELECT event_type, count(*) AS n FROM events GROUP BY event_type ORDER BY event_type`,
+      );
+      const counts = Object.fromEntries(rows.map((r) => [r.event_type, Number(r.n)]));
+      expect(counts['product.deployed']).toBe(4);
+      expect(counts.vault_pause).toBe(4);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('pauses, resumes and deprecates demo products on the saved chain; refuses invalid moves', async () => {
+    const paused = await cli(['product', 'pause', 'acme-live-usdc-core', '--json']);
+    expect(paused.err).toBe('');
+    expect(JSON.parse(paused.out)).toMatchObject({
+      slug: 'acme-live-usdc-core',
+      status: 'paused',
+      tx_hash: expect.stringMatching(/^0x/),
+    });
+    const resumed = await cli(['product', 'resume', 'acme-live-usdc-core', '--json']);
+    expect(JSON.parse(resumed.out)).toMatchObject({ status: 'active', still_paused_by: [] });
+
+    const deprecated = await cli(['product', 'deprecate', 'acme-test-usdc-core']);
+    expect(deprecated.code).toBe(0);
+    expect(deprecated.out).toMatch(
+      /^acme-test-usdc-core: deprecated \(transaction 0x[0-9a-f]{64}\)\n$/,
+    );
+    const again = await cli(['product', 'resume', 'acme-test-usdc-core']);
+    expect(again.code).toBe(1);
+    expect(again.err).toBe(
+      'yield-service: cannot resume acme-test-usdc-core: it is deprecated, which is final\n',
+    );
+  });
+});

@@ -1,0 +1,120 @@
+/** The partner and product commands through the real bin: output, validation and exit codes. */
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase } from './helpers/db.ts';
+import { spawnCli } from './helpers/process.ts';
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-'));
+beforeAll(async () => {
+  // A migrated PGlite copy in place: the first command then skips initdb (seconds).
+  const t = await freshDatabase('pglite');
+  await t.db.close();
+  cpSync(t.location, path.join(dataDir, 'pglite'), { recursive: true });
+  await t.drop();
+});
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  const p = spawnCli(args, { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+  const { code } = await p.exited;
+  return { code, out: p.stdout(), err: p.stderr() };
+}
+
+const ADDR = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+const productArgs = (over: Record<string, string> = {}) => {
+  const o: Record<string, string> = {
+    partner: 'Acme Wallet',
+    env: 'live',
+    slug: 'acme-usdc',
+    'display-name': 'Acme USDC',
+    risk: 'low',
+    'chain-id': '31337',
+    'vault-kind': 'sync',
+    underlying: ADDR,
+    asset: ADDR.toLowerCase(),
+    'asset-symbol': 'USDC',
+    'asset-decimals': '6',
+    'service-fee-bps': '500',
+    'partner-fee-bps': '1000',
+    'service-recipient': ADDR,
+    'partner-recipient': ADDR,
+    ...over,
+  };
+  return ['product', 'create', ...Object.entries(o).flatMap(([k, v]) => [`--${k}`, v])];
+};
+
+describe('operator CLI', () => {
+  it('creates and lists partners; a duplicate name exits 1', async () => {
+    const created = await cli(['partner', 'create', '--name', 'Acme Wallet']);
+    expect(created.code).toBe(0);
+    expect(created.out).toMatch(/^ptn_\w+\n$/);
+    const json = await cli(['partner', 'create', '--name', 'Bravo Pay', '--json']);
+    expect(JSON.parse(json.out)).toMatchObject({
+      name: 'Bravo Pay',
+      id: expect.stringMatching(/^ptn_/),
+    });
+    const dup = await cli(['partner', 'create', '--name', 'Acme Wallet']);
+    expect(dup.code).toBe(1);
+    expect(dup.err).toBe('yield-service: a partner named "Acme Wallet" already exists\n');
+    const list = await cli(['partner', 'list', '--json']);
+    expect(
+      JSON.parse(list.out)
+        .map((p: { name: string }) => p.name)
+        .sort(),
+    ).toEqual(['Acme Wallet', 'Bravo Pay']);
+  });
+
+  it('refuses invalid products before touching anything, with one line and exit 1', async () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ slug: 'Bad_Slug' }, /--slug.*lowercase letters/],
+      [{ underlying: '0x70997970c51812dc3A010C7d01b50e0d17dc79C8' }, /--underlying.*EIP-55/],
+      [{ asset: '0x1234' }, /--asset.*40 hex/],
+      [{ 'service-fee-bps': '3000', 'partner-fee-bps': '2001' }, /total 5001 bps; at most 5000/],
+      [{ risk: 'extreme' }, /--risk.*Allowed choices are low, medium, high/],
+      [{ 'chain-id': '1' }, /chain 1 is not configured \(configured: 31337\)/],
+    ];
+    const results = await Promise.all(cases.map(([over]) => cli(productArgs(over))));
+    results.forEach((r, i) => {
+      expect(r.code, String(cases[i]![1])).toBe(1);
+      expect(r.err).toMatch(cases[i]![1]);
+      expect(r.out).toBe('');
+    });
+  });
+
+  it('creates a pending product (EIP-55 addresses), refuses a taken slug or unknown partner', async () => {
+    const created = await cli([...productArgs(), '--json']);
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.out)).toMatchObject({
+      slug: 'acme-usdc',
+      partner: 'Acme Wallet',
+      status: 'pending_deploy',
+      asset_address: ADDR, // given in lowercase, stored checksummed
+      engine_contract_address: null,
+      engine_symbol: 'yUSDC',
+    });
+    const taken = await cli(productArgs());
+    expect(taken.code).toBe(1);
+    expect(taken.err).toBe('yield-service: the slug "acme-usdc" is taken\n');
+    const nobody = await cli(productArgs({ partner: 'Nobody', slug: 'nobody-usdc' }));
+    expect(nobody.code).toBe(1);
+    expect(nobody.err).toBe('yield-service: no partner named "Nobody"\n');
+
+    const list = await cli(['product', 'list']);
+    expect(list.out).toMatch(
+      /^SLUG\s+PARTNER\s+ENV\s+STATUS\s+CHAIN\s+ENGINE\nacme-usdc\s+Acme Wallet\s+live\s+pending_deploy\s+31337\s+-\n$/,
+    );
+  });
+
+  it('refuses operator moves a product cannot make, exit 1', async () => {
+    const pending = await cli(['product', 'deprecate', 'acme-usdc']);
+    expect(pending.code).toBe(1);
+    expect(pending.err).toBe(
+      'yield-service: cannot deprecate acme-usdc: it is pending_deploy (no engine yet)\n',
+    );
+    const unknown = await cli(['product', 'pause', 'no-such-product']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toBe('yield-service: no product with slug "no-such-product"\n');
+  });
+});

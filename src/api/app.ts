@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyError, LogController } from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
 import type { SyncPublicClient } from '../chain/chains.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
@@ -75,6 +75,12 @@ export async function buildApp(deps: AppDeps) {
     // Behind a proxy the operator sets trustProxy; by default the socket address is the client.
     trustProxy: false,
     return503OnClosing: true,
+    // Errors the router raises before any route runs (a malformed URL, an over-long path
+    // parameter) get the envelope too: they name nothing that exists.
+    frameworkErrors: (_err, _request, reply) => {
+      // The router's generic reply type is not the app's; it is a plain reply here.
+      (reply as FastifyReply).code(404).send(envelope('not_found', 'No such route.'));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook('onRequest', async (request, reply) => {

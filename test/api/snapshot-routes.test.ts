@@ -1,0 +1,347 @@
+/**
+ * products, apy-history, fee-stats and yield-calc on both storage engines, with exact snapshot data:
+ * every parameter rule and boundary, ordering, state rules, and exact money formatting.
+ */
+import { Decimal } from 'decimal.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/api/app.ts';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductsRepo, type NewProduct, type ProductStatus } from '../../src/db/products.ts';
+import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+import { captureLogger } from '../helpers/logs.ts';
+import { daysEnding, insertSnapshots } from '../helpers/snapshots.ts';
+
+const NOW = new Date('2026-06-30T12:00:00Z');
+const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
+
+describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
+  let t: TestDatabase;
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  let live: string;
+  let sandbox: string;
+  let other: string;
+  const get = (url: string, key = live) => app.inject({ url, headers: { 'x-api-key': key } });
+
+  beforeAll(async () => {
+    t = await freshDatabase(engine);
+    const partners = createPartnersRepo(t.db);
+    const acme = await partners.create('Acme Wallet');
+    const bravo = await partners.create('Bravo Pay');
+    const products = createProductsRepo(t.db);
+    const base = (
+      slug: string,
+      partnerId: string,
+      env: 'live' | 'test',
+      status: ProductStatus,
+      n: number,
+    ): NewProduct => ({
+      partnerId,
+      environment: env,
+      slug,
+      displayName: `Product ${slug}`,
+      riskLabel: 'low',
+      chainId: 31337,
+      vaultKind: 'sync',
+      engineName: 'Engine',
+      engineSymbol: 'yUSDC',
+      underlyingVaultAddress: A(1000 + n),
+      assetAddress: A(7),
+      assetSymbol: 'USDC',
+      assetDecimals: 6,
+      serviceFeeBps: 150,
+      partnerFeeBps: 250,
+      serviceFeeRecipient: A(8),
+      partnerFeeRecipient: A(9),
+      ...(status === 'pending_deploy'
+        ? {}
+        : {
+            deployed: {
+              engineAddress: A(n),
+              shareDecimals: 12,
+              block: 5n,
+              at: new Date('2025-12-01T00:00:00Z'),
+              status,
+            },
+          }),
+    });
+    const core = await products.create(base('core', acme.id, 'live', 'active', 1));
+    const paused = await products.create(base('paused', acme.id, 'live', 'paused', 2));
+    const legacy = await products.create(base('legacy', acme.id, 'live', 'deprecated', 3));
+    await products.create(base('next', acme.id, 'live', 'pending_deploy', 4));
+    const sand = await products.create(base('sand', acme.id, 'test', 'active', 5));
+    await products.create(base('bravo-core', bravo.id, 'live', 'active', 6));
+
+    // core: 200 days ending yesterday. The first day has no APY; one day (06-20) is missing.
+    const dates = daysEnding('2026-06-29', 200).filter((d) => d !== '2026-06-20');
+    await insertSnapshots(
+      t.db,
+      core.id,
+      dates.map((date, i) => ({
+        date,
+        totalAssets: 1_000_000_000_000n + BigInt(i) * 1_500_000n, // 1,000,000 USDC and growing
+        underlyingApy: i === 0 ? null : `0.0${50 + (i % 40)}000`,
+        netApy: i === 0 ? null : i % 7 === 0 ? '-0.012000' : `0.0${40 + (i % 40)}123`,
+        dailyYield: i === 0 ? null : 136_986n + BigInt(i),
+        dailyPartnerFee: i === 0 ? null : 3_424n,
+        dailyServiceFee: i === 0 ? null : 2_054n,
+        partnerFeeTotal: BigInt(i) * 3_424n,
+      })),
+    );
+    for (const p of [paused, legacy, sand]) {
+      await insertSnapshots(t.db, p.id, [
+        { date: '2026-06-28', totalAssets: 5_000_000n, underlyingApy: null, netApy: null },
+        {
+          date: '2026-06-29',
+          totalAssets: 5_500_000n,
+          underlyingApy: '0.050000',
+          netApy: '0.045000',
+        },
+      ]);
+    }
+
+    const keys = createApiKeysRepo(t.db);
+    live = (await keys.create(acme.id, 'live')).key;
+    sandbox = (await keys.create(acme.id, 'test')).key;
+    other = (await keys.create(bravo.id, 'live')).key;
+    app = await buildApp({
+      db: t.db,
+      logger: captureLogger().logger,
+      chains: [],
+      now: () => NOW,
+    });
+    await app.ready();
+  });
+  afterAll(async () => {
+    await app.close();
+    await t.drop();
+  });
+
+  describe('products', () => {
+    it('lists exactly the caller partner products of the key environment, with latest metrics', async () => {
+      const res = await get('/api/partner/products');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['cache-control']).toBe('private, max-age=60');
+      const data = res.json().data as Array<Record<string, unknown>>;
+      expect(data.map((p) => p.slug)).toEqual(['core', 'legacy', 'next', 'paused']);
+      const core = data.find((p) => p.slug === 'core')!;
+      expect(core).toEqual({
+        slug: 'core',
+        partner: 'Acme Wallet',
+        chain: 'chain-31337',
+        chain_id: 31337,
+        engine_contract_address: A(1),
+        underlying_vault_address: A(1001),
+        asset_symbol: 'USDC',
+        asset_address: A(7),
+        asset_decimals: 6,
+        service_fee_bps: 150,
+        partner_fee_bps: 250,
+        display_name: 'Product core',
+        risk_label: 'low',
+        status: 'active',
+        latest_metrics: {
+          as_of_date: '2026-06-29',
+          engine_total_assets: '1000297', // 1e12 + 198 × 1.5e6 base units (199 rows: 06-20 is missing)
+          underlying_apy: expect.stringMatching(/^0\.0\d{5}$/),
+          net_apy_for_user: expect.stringMatching(/^-?0\.0\d{5}$/),
+        },
+      });
+      expect(data.find((p) => p.slug === 'next')).toMatchObject({
+        status: 'pending_deploy',
+        engine_contract_address: null,
+        latest_metrics: null,
+      });
+      const sandboxList = (await get('/api/partner/products', sandbox)).json().data;
+      expect(sandboxList.map((p: { slug: string }) => p.slug)).toEqual(['sand']);
+    });
+
+    it('answers product detail in every state; other partner 403; other environment and unknown 404', async () => {
+      for (const slug of ['core', 'paused', 'legacy', 'next']) {
+        const res = await get(`/api/partner/products/${slug}`);
+        expect(res.statusCode, slug).toBe(200);
+        expect(res.json().data.slug).toBe(slug);
+      }
+      expect((await get('/api/partner/products/bravo-core')).statusCode).toBe(403);
+      expect((await get('/api/partner/products/sand')).statusCode).toBe(404);
+      expect((await get('/api/partner/products/nope')).json().code).toBe('not_found');
+      expect((await get(`/api/partner/products/${'x'.repeat(300)}`)).json().code).toBe('not_found');
+      expect((await get('/api/partner/products/core', other)).json().code).toBe('not_owned');
+    });
+  });
+
+  describe('apy-history', () => {
+    it.each([
+      ['', 30],
+      ['?days=7', 7],
+      ['?days=30', 30],
+      ['?days=180', 180],
+    ])('%s gives at most the window, newest first, never inventing a day', async (query, days) => {
+      const res = await get(`/api/partner/products/core/apy-history${query}`);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['cache-control']).toBe('private, max-age=300');
+      const rows = res.json().data as Array<{
+        date: string;
+        underlying_apy: string;
+        net_apy_for_user: string;
+      }>;
+      // The window is the `days` days ending today (06-30, no snapshot yet); 06-20 is missing.
+      const window = daysEnding('2026-06-30', days).filter(
+        (d) => d !== '2026-06-20' && d !== '2026-06-30',
+      );
+      expect(rows.map((r) => r.date)).toEqual([...window].reverse());
+      expect(rows.length).toBeLessThanOrEqual(days);
+      for (const r of rows) expect(r.net_apy_for_user).toMatch(/^-?0\.\d{6}$/);
+      expect(rows.some((r) => r.net_apy_for_user === '-0.012000')).toBe(true);
+    });
+
+    it.each(['0', '1', '8', '31', '365', '7.0', '07', 'abc', '', '-7', '7&days=30'])(
+      'days=%s is 400 invalid_days',
+      async (days) => {
+        const res = await get(`/api/partner/products/core/apy-history?days=${days}`);
+        expect(res.statusCode).toBe(400);
+        expect(res.json()).toEqual({
+          success: false,
+          code: 'invalid_days',
+          message: expect.any(String),
+        });
+      },
+    );
+
+    it('serves paused and deprecated products; a pending one is 409', async () => {
+      expect((await get('/api/partner/products/paused/apy-history')).json().data).toHaveLength(1);
+      expect((await get('/api/partner/products/legacy/apy-history')).statusCode).toBe(200);
+      expect((await get('/api/partner/products/next/apy-history')).json().code).toBe(
+        'engine_not_deployed',
+      );
+    });
+  });
+
+  describe('fee-stats', () => {
+    it('defaults to the 30 days ending today, oldest first, with exact amounts', async () => {
+      const res = await get('/api/partner/products/core/fee-stats');
+      expect(res.statusCode).toBe(200);
+      const rows = res.json().data as Array<Record<string, string>>;
+      const expected = daysEnding('2026-06-30', 30).filter(
+        (d) => d !== '2026-06-20' && d !== '2026-06-30',
+      );
+      expect(rows.map((r) => r.date)).toEqual(expected);
+      const last = rows.at(-1)!;
+      expect(last).toEqual({
+        date: '2026-06-29',
+        engine_total_assets: '1000297',
+        daily_yield_assets: '0.137184', // 136,986 + 198 base units
+        daily_partner_fee_earned: '0.003424',
+        daily_service_fee_earned: '0.002054',
+        cumulative_partner_fee_earned: '0.677952', // 198 × 3,424
+        net_apy_for_user: expect.stringMatching(/^-?0\.\d{6}$/),
+      });
+    });
+
+    it('takes explicit ranges: exactly 365 days passes, 366 is range_too_large', async () => {
+      const ok = await get(
+        '/api/partner/products/core/fee-stats?start_date=2025-06-29&end_date=2026-06-29',
+      );
+      expect(ok.statusCode).toBe(200);
+      // 200 snapshot days, minus the first (no daily figures) and the missing 06-20.
+      expect(ok.json().data).toHaveLength(198);
+      const over = await get(
+        '/api/partner/products/core/fee-stats?start_date=2025-06-28&end_date=2026-06-29',
+      );
+      expect(over.statusCode).toBe(400);
+      expect(over.json().code).toBe('range_too_large');
+      const onlyEnd = await get('/api/partner/products/core/fee-stats?end_date=2026-06-10');
+      expect(onlyEnd.json().data.at(0).date).toBe('2026-05-12');
+      expect(onlyEnd.json().data.at(-1).date).toBe('2026-06-10');
+    });
+
+    it.each([
+      ['start_date=2026-02-30', 'invalid_date'],
+      ['end_date=2026-13-01', 'invalid_date'],
+      ['start_date=2026-06-10&end_date=2026-06-01', 'invalid_date'],
+      ['start_date=yesterday', 'invalid_date'],
+      ['start_date=', 'invalid_date'],
+    ])('%s is 400 %s', async (query, code) => {
+      const res = await get(`/api/partner/products/core/fee-stats?${query}`);
+      expect(res.statusCode).toBe(400);
+      expect(res.json().code).toBe(code);
+    });
+  });
+
+  describe('yield-calc', () => {
+    const calc = (amount: string | undefined, slug = 'paused') =>
+      get(
+        `/api/partner/products/${slug}/yield-calc${amount === undefined ? '' : `?amount=${encodeURIComponent(amount)}`}`,
+      );
+
+    it('projects annual and monthly yield at the latest net APY, toward zero to asset decimals', async () => {
+      // The paused product is 503 for yield-calc, so price on the sandbox's active product.
+      const res = await get(
+        `/api/partner/products/sand/yield-calc?amount=${encodeURIComponent('1000.5')}`,
+        sandbox,
+      );
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['cache-control']).toBe('no-store');
+      const D = Decimal.clone({ precision: 60 });
+      const principal = new D('1000.5');
+      const apy = new D('0.045');
+      const annual = principal.mul(apy).toDecimalPlaces(6, D.ROUND_DOWN);
+      const monthly = principal
+        .mul(apy.plus(1).pow(new D(1).div(12)).minus(1))
+        .toDecimalPlaces(6, D.ROUND_DOWN);
+      expect(res.json().data).toEqual({
+        principal: '1000.5',
+        annual_yield: annual.toFixed(),
+        monthly_yield: monthly.toFixed(),
+        net_apy_for_user: '0.045000',
+      });
+    });
+
+    it.each([
+      ['missing', undefined],
+      ['empty', ''],
+      ['zero', '0'],
+      ['zero with decimals', '0.000000'],
+      ['negative', '-5'],
+      ['plus sign', '+5'],
+      ['exponent', '1e3'],
+      ['hex', '0x10'],
+      ['spaces', ' 5'],
+      ['leading dot', '.5'],
+      ['trailing dot', '5.'],
+      ['too many decimals', '1.0000001'],
+      ['2^256 + 1', (2n ** 256n + 1n).toString()],
+      ['words', 'ten'],
+    ])('a %s amount is 400 invalid_amount', async (_name, amount) => {
+      const res = await get(
+        `/api/partner/products/sand/yield-calc${amount === undefined ? '' : `?amount=${encodeURIComponent(amount)}`}`,
+        sandbox,
+      );
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({
+        success: false,
+        code: 'invalid_amount',
+        message: expect.any(String),
+      });
+    });
+
+    it('accepts exactly 2^256 and the smallest base unit', async () => {
+      for (const amount of [(2n ** 256n).toString(), '0.000001', '007']) {
+        const res = await get(`/api/partner/products/sand/yield-calc?amount=${amount}`, sandbox);
+        expect(res.statusCode, amount).toBe(200);
+      }
+      const echo = await get('/api/partner/products/sand/yield-calc?amount=007.50', sandbox);
+      expect(echo.json().data.principal).toBe('7.5');
+    });
+
+    it('prices no new deposit on a paused (503), deprecated (410) or pending (409) product', async () => {
+      expect((await calc('100', 'paused')).json()).toMatchObject({ code: 'product_paused' });
+      expect((await calc('100', 'paused')).statusCode).toBe(503);
+      expect((await calc('100', 'legacy')).statusCode).toBe(410);
+      expect((await calc('100', 'legacy')).json().code).toBe('product_deprecated');
+      expect((await calc('100', 'next')).statusCode).toBe(409);
+      // The amount's shape is checked before the product: a bad amount on a paused product is 400.
+      expect((await calc('abc', 'paused')).json().code).toBe('invalid_amount');
+    });
+  });
+});

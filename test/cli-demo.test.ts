@@ -1,6 +1,6 @@
 /**
  * `start` on a fresh DATA_DIR provisions the demo on the local chain and deploys the pending
- * launch products; then, with the service stopped (the embedded database allows one process), the
+ * launch products, the indexer and the metrics processor fill events and history; then, with the service stopped (the embedded database allows one process), the
  * operator commands pause, resume and deprecate demo products on the saved chain.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -48,6 +48,12 @@ describe('the demo', () => {
       60_000,
       'four launch deployments',
     );
+    // The processor computes the demo's history from the chain (the seed writes no snapshot).
+    await waitFor(
+      () => (p.stdout().includes('"msg":"daily snapshots written"') ? true : undefined),
+      60_000,
+      'the metrics backfill',
+    );
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
     expect(p.stdout()).toContain('"msg":"demo provisioned"');
@@ -88,6 +94,18 @@ describe('the demo', () => {
       const counts = Object.fromEntries(rows.map((r) => [r.event_type, Number(r.n)]));
       expect(counts['product.deployed']).toBe(4);
       expect(counts.vault_pause).toBe(4);
+      expect(counts['deposit.confirmed']).toBeGreaterThan(0);
+      const days = await db.query<{ slug: string; n: string }>(
+        `SELECT p.slug, count(s.date) AS n FROM products p
+           LEFT JOIN daily_snapshots s ON s.product_id = p.id
+         WHERE p.slug IN ('acme-live-usdc-core', 'bravo-test-usdc-flex', 'acme-live-usdc-next')
+         GROUP BY p.slug ORDER BY p.slug`,
+      );
+      expect(days.rows.map((r) => [r.slug, Number(r.n) > 0])).toEqual([
+        ['acme-live-usdc-core', true],
+        ['acme-live-usdc-next', false],
+        ['bravo-test-usdc-flex', true],
+      ]);
     } finally {
       await db.close();
     }

@@ -1,13 +1,16 @@
 /**
  * The worker role's jobs, per chain: the product lifecycle, the log indexer and the daily metrics
- * processor. Each job of a chain holds its own lease (`lifecycle:<id>`, `indexer:<id>`, …), so
- * several worker processes can run the same list and split nothing twice.
+ * processor. The lifecycle and the indexer hold a lease per chain (`lifecycle:<id>`, `indexer:<id>`)
+ * and the processor's writes are idempotent (one row per product and day), so several worker
+ * processes can run the same list.
  */
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { Job } from '../worker/runner.ts';
 import type { ChainRuntime } from './chain-runtime.ts';
+import { createIndexer } from './indexer.ts';
 import { createLifecycle, defaultHolder } from './lifecycle.ts';
+import { createMetricsProcessor } from './metrics.ts';
 
 export interface WorkerJobIntervals {
   lifecycleMs: number;
@@ -15,7 +18,10 @@ export interface WorkerJobIntervals {
   metricsMs: number;
 }
 
-/** Lifecycle every 2 s: a pending product on a local chain is active within seconds. */
+/**
+ * Lifecycle and indexer every 2 s: a pending product on the local chain is active, and a deposit
+ * confirmed, within seconds. The daily metrics need no more than a minute.
+ */
 export const DEFAULT_INTERVALS: WorkerJobIntervals = {
   lifecycleMs: 2_000,
   indexerMs: 2_000,
@@ -37,12 +43,8 @@ export function buildWorkerJobs(options: {
     const client = runtime.clients.get(chain.chainId);
     if (!client) throw new Error(`no client for chain ${chain.chainId}`);
     jobs.push(createLifecycle({ db, logger, chain, client, holder }).job(intervals.lifecycleMs));
-    // TODO(wiring, owner: lead): add the indexer and the metrics processor once their modules are
-    // committed (agreed APIs):
-    //   createIndexer({ db, logger, chain, client, holder }).job(intervals.indexerMs)
-    //     from './indexer.ts'
-    //   createMetricsProcessor({ db, logger, chain, client }).job(intervals.metricsMs)
-    //     from './metrics.ts'
+    jobs.push(createIndexer({ db, logger, chain, client, holder }).job(intervals.indexerMs));
+    jobs.push(createMetricsProcessor({ db, logger, chain, client }).job(intervals.metricsMs));
   }
   return jobs;
 }

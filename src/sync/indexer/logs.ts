@@ -39,6 +39,8 @@ const RANGE_HINTS = [
   /response (size|is too)/i,
   /timed? ?out|timeout/i,
   /query returned more than/i,
+  // The HTTP client's own cap on a response body (viem: 10 MiB): a smaller range answers smaller.
+  /body exceeded the size limit/i,
 ];
 
 /** Every message along the error's cause chain (viem wraps the provider's error). */
@@ -63,7 +65,12 @@ export function isRangeRejection(err: unknown): boolean {
   if (err instanceof RangeRejectedError) return true;
   const e = err as { code?: unknown; name?: unknown } | undefined;
   // -32005: the EIP-1474 "limit exceeded" code several providers use for log queries.
-  if (e?.code === -32005 || e?.name === 'TimeoutError' || e?.name === 'LimitExceededRpcError') {
+  if (
+    e?.code === -32005 ||
+    e?.name === 'TimeoutError' ||
+    e?.name === 'LimitExceededRpcError' ||
+    e?.name === 'ResponseBodyTooLargeError'
+  ) {
     return true;
   }
   const all = messages(err).join('\n');

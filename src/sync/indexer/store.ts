@@ -7,7 +7,7 @@ import type { Queryable } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
 import type { IndexedEvent } from './events.ts';
 
-export const DEFAULT_INSERT_CHUNK = 5_000;
+export const DEFAULT_INSERT_CHUNK = 1_000;
 
 /**
  * Inserts the events in order (seq follows chain order); returns how many were new. `afterChunk` runs

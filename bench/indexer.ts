@@ -1,0 +1,247 @@
+/**
+ * `npm run bench:indexer`: indexes 20,000 engine logs from anvil from an empty cursor and prints the
+ * rate beside a bare eth_getLogs sweep over the same range (same range limit) in the same run.
+ * Targets: at least 5,000 logs/s and at least half the bare sweep's rate. PGlite always; PostgreSQL
+ * too when TEST_DATABASE_URL or DATABASE_URL is set. Prints figures; asserts nothing.
+ */
+import { type Address, encodeFunctionData, type Hex, maxUint256, numberToHex } from 'viem';
+import { type ChainSettings, createSyncClient } from '../src/chain/chains.ts';
+import { createChainPublicClient, createChainWalletClient } from '../src/chain/clients.ts';
+import { deployContract, deployEngine } from '../src/chain/deploy.ts';
+import {
+  testUSDAbi,
+  testUSDBytecode,
+  yieldEngineAbi,
+  yieldVaultAbi,
+  yieldVaultBytecode,
+} from '../src/chain/generated/index.ts';
+import { LOCAL_ROLES } from '../src/chain/local/accounts.ts';
+import { startAnvil } from '../src/chain/local/anvil.ts';
+import { aprBpsToRatePerSecond } from '../src/chain/local/rates.ts';
+import { createRpc } from '../src/chain/local/rpc.ts';
+import { createPartnersRepo } from '../src/db/partners.ts';
+import { createProductsRepo } from '../src/db/products.ts';
+import { createLogger } from '../src/logger.ts';
+import { getEngineLogs, RangeRejectedError } from '../src/sync/indexer/logs.ts';
+import { createIndexer } from '../src/sync/indexer.ts';
+import { freshDatabase, storageEngines } from '../test/helpers/db.ts';
+
+const LOGS = 20_000;
+const ENGINES = 2;
+const PER_BLOCK = 250;
+const RANGE_LIMIT = 10_000;
+const USD = 1_000_000n;
+const OPERATOR = LOCAL_ROLES.deployer;
+const USERS: readonly Address[] = LOCAL_ROLES.spare;
+
+const t0 = performance.now();
+const anvil = await startAnvil({ genesisTimestamp: 1_700_000_000 });
+try {
+  const rpc = createRpc(anvil.rpcUrl);
+  const client = createChainPublicClient(anvil.rpcUrl, anvil.chainId);
+  const wallet = createChainWalletClient(anvil.rpcUrl, anvil.chainId, OPERATOR);
+  const asset = (await deployContract(wallet, client, testUSDAbi, testUSDBytecode, [OPERATOR]))
+    .address;
+  const vault = (
+    await deployContract(wallet, client, yieldVaultAbi, yieldVaultBytecode, [
+      asset,
+      'Sync',
+      'sUSD',
+      OPERATOR,
+      aprBpsToRatePerSecond(800),
+    ])
+  ).address;
+  const engines: { address: Address; block: bigint }[] = [];
+  for (let i = 0; i < ENGINES; i++) {
+    const d = await deployEngine(wallet, client, {
+      asset,
+      underlyingVault: vault,
+      name: `Engine ${i}`,
+      symbol: `yE${i}`,
+      serviceFeeRecipient: LOCAL_ROLES.serviceFeeRecipient,
+      partnerFeeRecipient: LOCAL_ROLES.acmePartnerRecipient,
+      serviceFeeBps: 500,
+      partnerFeeBps: 1000,
+      operator: OPERATOR,
+    });
+    engines.push({ address: d.address, block: d.blockNumber });
+  }
+
+  // Setup and the deposits go out as raw JSON-RPC batches with automine off: one mine per block.
+  // Explicit nonces: a batch is answered concurrently, and implicit ones would collide.
+  const nonces = new Map<Address, number>();
+  const nextNonce = async (from: Address) => {
+    let n = nonces.get(from);
+    if (n === undefined) n = Number(await rpc('eth_getTransactionCount', [from, 'pending']));
+    nonces.set(from, n + 1);
+    return numberToHex(n);
+  };
+  const batch = async (calls: { from: Address; to: Address; data: Hex }[]) => {
+    const body = [];
+    for (const [id, c] of calls.entries()) {
+      body.push({
+        jsonrpc: '2.0',
+        id,
+        method: 'eth_sendTransaction',
+        params: [{ ...c, gas: numberToHex(1_000_000), nonce: await nextNonce(c.from) }],
+      });
+    }
+    const res = await fetch(anvil.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const out = (await res.json()) as { error?: { message: string } }[];
+    const failed = out.find((o) => o.error);
+    if (failed) throw new Error(`eth_sendTransaction: ${failed.error?.message}`);
+  };
+  await rpc('evm_setAutomine', [false]);
+  const setup: { from: Address; to: Address; data: Hex }[] = [
+    {
+      from: OPERATOR,
+      to: asset,
+      data: encodeFunctionData({ abi: testUSDAbi, functionName: 'setMinter', args: [vault, true] }),
+    },
+  ];
+  for (const user of USERS) {
+    setup.push({
+      from: OPERATOR,
+      to: asset,
+      data: encodeFunctionData({
+        abi: testUSDAbi,
+        functionName: 'mint',
+        args: [user, 1_000_000_000n * USD],
+      }),
+    });
+    for (const e of engines) {
+      setup.push({
+        from: user,
+        to: asset,
+        data: encodeFunctionData({
+          abi: testUSDAbi,
+          functionName: 'approve',
+          args: [e.address, maxUint256],
+        }),
+      });
+    }
+  }
+  await batch(setup);
+  await rpc('evm_mine', []);
+  const firstBlock = BigInt((await rpc('eth_blockNumber')) as Hex) + 1n;
+  for (let sent = 0; sent < LOGS; sent += PER_BLOCK) {
+    const calls = [];
+    for (let i = sent; i < Math.min(sent + PER_BLOCK, LOGS); i++) {
+      const user = USERS[i % USERS.length]!;
+      calls.push({
+        from: user,
+        to: engines[i % ENGINES]!.address,
+        data: encodeFunctionData({
+          abi: yieldEngineAbi,
+          functionName: 'deposit',
+          args: [BigInt(1 + (i % 97)) * USD, user],
+        }),
+      });
+    }
+    await batch(calls);
+    await rpc('evm_mine', []);
+  }
+  const lastBlock = BigInt((await rpc('eth_blockNumber')) as Hex);
+  await rpc('anvil_mine', [numberToHex(2)]); // past the confirmation depth
+  const setupSeconds = (performance.now() - t0) / 1000;
+
+  const chain: ChainSettings = {
+    chainId: anvil.chainId,
+    name: 'bench',
+    rpcUrls: [anvil.rpcUrl],
+    confirmationDepth: 2,
+    blockRangeLimit: RANGE_LIMIT,
+    evm: true,
+  };
+  const syncClient = createSyncClient(chain, 60_000);
+
+  // Bare sweep: the same filter, range limit and halving on rejection as the indexer, nothing else.
+  const startBlock = engines[0]!.block;
+  const s0 = performance.now();
+  let swept = 0;
+  let span = BigInt(RANGE_LIMIT);
+  for (let from = startBlock; from <= lastBlock; ) {
+    const to = from + span - 1n < lastBlock ? from + span - 1n : lastBlock;
+    try {
+      swept += (
+        await getEngineLogs(
+          syncClient,
+          engines.map((e) => e.address),
+          from,
+          to,
+        )
+      ).length;
+      from = to + 1n;
+    } catch (err) {
+      if (!(err instanceof RangeRejectedError) || to === from) throw err;
+      span = (to - from + 1n) / 2n;
+    }
+  }
+  const sweepSeconds = (performance.now() - s0) / 1000;
+  const sweepRate = swept / sweepSeconds;
+  console.log(
+    `chain: ${swept} engine logs in blocks ${firstBlock}..${lastBlock} (${ENGINES} engines), setup ${setupSeconds.toFixed(1)} s`,
+  );
+  console.log(
+    `bare eth_getLogs sweep: ${swept} logs in ${sweepSeconds.toFixed(3)} s = ${Math.round(sweepRate)} logs/s`,
+  );
+
+  for (const engine of storageEngines()) {
+    const t = await freshDatabase(engine);
+    try {
+      const partner = await createPartnersRepo(t.db).create('Bench');
+      for (const [i, e] of engines.entries()) {
+        await createProductsRepo(t.db).create({
+          partnerId: partner.id,
+          environment: 'live',
+          slug: `bench-${i}`,
+          displayName: `Bench ${i}`,
+          riskLabel: 'low',
+          chainId: anvil.chainId,
+          vaultKind: 'sync',
+          engineName: `Engine ${i}`,
+          engineSymbol: `yE${i}`,
+          underlyingVaultAddress: vault,
+          assetAddress: asset,
+          assetSymbol: 'TUSD',
+          assetDecimals: 6,
+          serviceFeeBps: 500,
+          partnerFeeBps: 1000,
+          serviceFeeRecipient: LOCAL_ROLES.serviceFeeRecipient,
+          partnerFeeRecipient: LOCAL_ROLES.acmePartnerRecipient,
+          deployed: {
+            engineAddress: e.address,
+            shareDecimals: 12,
+            block: e.block,
+            at: new Date(),
+            status: 'active',
+          },
+        });
+      }
+      const indexer = createIndexer({
+        db: t.db,
+        logger: createLogger(process.env.BENCH_LOG === 'debug' ? 'debug' : 'warn'),
+        chain,
+        client: syncClient,
+        holder: 'bench',
+      });
+      const i0 = performance.now();
+      const round = await indexer.runOnce();
+      const seconds = (performance.now() - i0) / 1000;
+      const rate = round.logs / seconds;
+      const { rows } = await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
+      console.log(
+        `indexer → ${engine.padEnd(8)}: ${round.logs} logs, ${rows[0]?.n} events in ${seconds.toFixed(3)} s = ${Math.round(rate)} logs/s; ratio to bare sweep ${(rate / sweepRate).toFixed(2)} (targets: >= 5000 logs/s, >= 0.50)`,
+      );
+    } finally {
+      await t.drop();
+    }
+  }
+} finally {
+  await anvil.stop();
+}
+console.log(`total ${((performance.now() - t0) / 1000).toFixed(1)} s`);

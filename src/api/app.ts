@@ -3,6 +3,8 @@
  * limit rules, and the routes. It does not listen; main.ts does, and tests use inject or a port.
  */
 import { randomBytes } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
 import type { SyncPublicClient } from '../chain/chains.ts';
@@ -12,7 +14,7 @@ import { createProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import { createChainReader } from './chain-reader.ts';
-import { ApiError, type ErrorCode, envelope } from './errors.ts';
+import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts';
 import { partnerScope } from './partner-scope.ts';
 import { createSnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
@@ -22,6 +24,7 @@ import { positionRoute } from './routes/position.ts';
 import { productHealthRoute } from './routes/product-health.ts';
 import { productsRoutes } from './routes/products.ts';
 import { yieldCalcRoute } from './routes/yield-calc.ts';
+import { ErrorEnvelope } from './schemas.ts';
 
 export interface AppDeps {
   db: Database;
@@ -37,6 +40,31 @@ export interface AppDeps {
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+
+const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
+  .map(
+    (code) =>
+      `| \`${code}\` | ${ERROR_CATALOGUE[code].status} | ${ERROR_CATALOGUE[code].message} |`,
+  )
+  .join('\n');
+
+const OPENAPI_BASE = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Partner Yield API',
+    version: '1.0.0',
+    description:
+      'Read-only partner API of the partner yield service. Every error is `{ success: false, code, message }`; ' +
+      'switch on `code`. Amounts are decimal strings in whole asset units; APYs are decimal fractions with 6 places.\n\n' +
+      `| code | HTTP | meaning |\n|---|---|---|\n${catalogueTable}`,
+  },
+  components: {
+    schemas: { ErrorEnvelope },
+    securitySchemes: {
+      ApiKey: { type: 'apiKey' as const, in: 'header' as const, name: 'X-Api-Key' },
+    },
+  },
+};
 const REQUEST_ID_HEADER = 'x-request-id';
 /** A caller's own request id is echoed only when it is short and plain (it ends up in our logs). */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -136,6 +164,12 @@ export async function buildApp(deps: AppDeps) {
     reply.code(404).send(envelope('not_found', 'No such route.'));
   });
 
+  // The OpenAPI document is generated from the schemas the routes validate and serialise with,
+  // so it cannot drift from what the API does. Registered before the routes it describes.
+  await app.register(swagger, { openapi: OPENAPI_BASE });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
   await app.register(healthRoutes, { db: deps.db, redis: deps.redis });
 
   const products = createProductsRepo(deps.db);
@@ -168,5 +202,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Picks the catalogue code for a schema validation failure of this route. */
     validationErrorCode?: (err: FastifyError) => ErrorCode;
+    /** The codes this route can answer beyond its scope's; documented in the OpenAPI document. */
+    errorCodes?: readonly ErrorCode[];
   }
 }

@@ -13,12 +13,23 @@
  *   key's budget.
  */
 import rateLimit from '@fastify/rate-limit';
+import type {} from '@fastify/swagger'; // its FastifySchema fields (security) are used below
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ApiKeysRepo } from '../db/api-keys.ts';
 import type { Environment } from '../db/products.ts';
 import type { Redis } from '../redis.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, type ErrorCode } from './errors.ts';
 import { createMemoryCounter, createRedisCounter } from './fixed-window.ts';
+import { errorResponses } from './schemas.ts';
+
+/** Codes every partner route can answer, whatever it does. */
+const SCOPE_ERRORS = [
+  'missing_api_key',
+  'invalid_api_key',
+  'revoked_api_key',
+  'rate_limited',
+  'internal_error',
+] as const;
 
 export const RATE_LIMITS: Record<Environment, number> = { live: 1000, test: 100 };
 export const RATE_WINDOW_MS = 60_000;
@@ -68,6 +79,19 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     await failures.hit(request.ip, windowMs);
     return new ApiError(code);
   };
+
+  // Every route in the scope documents the key, and its error responses: those the scope itself can
+  // answer plus the route's own `config.errorCodes`, merged per status.
+  app.addHook('onRoute', (route) => {
+    const schema = (route.schema ??= {});
+    schema.security = [{ ApiKey: [] }];
+    const own =
+      (route.config as { errorCodes?: readonly ErrorCode[] } | undefined)?.errorCodes ?? [];
+    schema.response = {
+      ...errorResponses([...SCOPE_ERRORS, ...own]),
+      ...(schema.response as object),
+    };
+  });
 
   app.addHook('onRequest', async (request) => {
     const blocked = await failures.peek(request.ip);

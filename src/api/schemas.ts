@@ -21,6 +21,34 @@ export const ErrorEnvelope = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Error responses of a route, grouped by HTTP status, each listing the codes it can carry: the
+ * OpenAPI document then tells a client exactly which codes to switch on per endpoint.
+ */
+export function errorResponses(codes: readonly ErrorCode[]): Record<number, TSchema> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = ERROR_CATALOGUE[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      status,
+      Type.Object(
+        {
+          success: Type.Literal(false),
+          code: Type.Union(list.map((c) => Type.Literal(c))),
+          message: Type.String(),
+        },
+        {
+          additionalProperties: false,
+          description: list.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].message}`).join(' '),
+        },
+      ),
+    ]),
+  );
+}
+
 export const SlugParams = Type.Object({
   slug: Type.String({ description: 'Product slug', minLength: 1, maxLength: 200 }),
 });

@@ -12,11 +12,14 @@ import { buildApp } from '../../src/api/app.ts';
 import { createSyncClient, type SyncPublicClient } from '../../src/chain/chains.ts';
 import { ensureLocalChain, type LocalChain } from '../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { provisionFromDeployment } from '../helpers/local-products.ts';
 import { captureLogger } from '../helpers/logs.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
+
+const contracts: ContractCheck[] = [];
 
 async function appFor(t: TestDatabase, client: SyncPublicClient, chainId: number, evm = true) {
   const app = await buildApp({
@@ -25,6 +28,7 @@ async function appFor(t: TestDatabase, client: SyncPublicClient, chainId: number
     chains: [{ chainId, name: 'Local', evm, client }],
     chainReads: { timeoutMs: 1500, cacheMs: 0, headMs: 0 },
   });
+  contracts.push(attachContractCheck(app));
   await app.ready();
   return app;
 }
@@ -225,5 +229,10 @@ describe('position and health on a local chain', () => {
     expect(res.json()).toMatchObject({ success: false, code: 'chain_rpc_unavailable' });
     const h = await get('/api/partner/products/acme-live-usdc-core/health');
     expect(h.statusCode).toBe(503);
+  });
+
+  it('every response above matched the OpenAPI document', () => {
+    expect(contracts.reduce((n, c) => n + c.checked(), 0)).toBeGreaterThan(20);
+    for (const c of contracts) c.assertClean();
   });
 });

@@ -8,6 +8,7 @@ import { buildApp } from '../../src/api/app.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type NewProduct, type ProductStatus } from '../../src/db/products.ts';
+import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { daysEnding, insertSnapshots } from '../helpers/snapshots.ts';
@@ -21,6 +22,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
   let live: string;
   let sandbox: string;
   let other: string;
+  let contract: ContractCheck;
   const get = (url: string, key = live) => app.inject({ url, headers: { 'x-api-key': key } });
 
   beforeAll(async () => {
@@ -110,6 +112,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       chains: [],
       now: () => NOW,
     });
+    contract = attachContractCheck(app);
     await app.ready();
   });
   afterAll(async () => {
@@ -343,5 +346,10 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       // The amount's shape is checked before the product: a bad amount on a paused product is 400.
       expect((await calc('abc', 'paused')).json().code).toBe('invalid_amount');
     });
+  });
+
+  it('every response above matched the OpenAPI document', () => {
+    expect(contract.checked()).toBeGreaterThan(50);
+    contract.assertClean();
   });
 });

@@ -46,7 +46,10 @@ export function apyHistoryRoute(deps: {
           }),
           response: { 200: Ok(Type.Array(ApyHistoryRow)) },
         },
-        config: { validationErrorCode: () => 'invalid_days' },
+        config: {
+          validationErrorCode: () => 'invalid_days',
+          errorCodes: ['invalid_days', 'not_found', 'not_owned', 'engine_not_deployed'],
+        },
       },
       async (request, reply) => {
         const days = parseDays(request.query.days);

@@ -50,7 +50,16 @@ export function feeStatsRoute(deps: {
           }),
           response: { 200: Ok(Type.Array(FeeStatsRow)) },
         },
-        config: { validationErrorCode: () => 'invalid_date' },
+        config: {
+          validationErrorCode: () => 'invalid_date',
+          errorCodes: [
+            'invalid_date',
+            'range_too_large',
+            'not_found',
+            'not_owned',
+            'engine_not_deployed',
+          ],
+        },
       },
       async (request, reply) => {
         const { from, to } = feeStatsRange(request.query.start_date, request.query.end_date, now());

@@ -50,7 +50,17 @@ export function positionRoute(deps: {
           querystring: Type.Object({ address: Type.Optional(Type.String()) }),
           response: { 200: Ok(Position) },
         },
-        config: { validationErrorCode: () => 'invalid_address' },
+        config: {
+          validationErrorCode: () => 'invalid_address',
+          errorCodes: [
+            'invalid_address',
+            'chain_not_supported',
+            'not_found',
+            'not_owned',
+            'engine_not_deployed',
+            'chain_rpc_unavailable',
+          ],
+        },
       },
       async (request, reply) => {
         const wallet = parseWalletAddress(request.query.address);

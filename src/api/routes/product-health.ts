@@ -25,7 +25,12 @@ export function productHealthRoute(deps: {
   return async (app) => {
     app.get(
       '/api/partner/products/:slug/health',
-      { schema: { params: SlugParams, response: { 200: Ok(Health) } } },
+      {
+        schema: { params: SlugParams, response: { 200: Ok(Health) } },
+        config: {
+          errorCodes: ['not_found', 'not_owned', 'engine_not_deployed', 'chain_rpc_unavailable'],
+        },
+      },
       async (request, reply) => {
         const product = await resolveProduct(
           deps.products,

@@ -109,7 +109,10 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
 
     app.get(
       '/api/partner/products/:slug',
-      { schema: { params: SlugParams, response: { 200: Ok(Product) } } },
+      {
+        schema: { params: SlugParams, response: { 200: Ok(Product) } },
+        config: { errorCodes: ['not_found', 'not_owned'] },
+      },
       async (request, reply) => {
         const p = await resolveProduct(
           deps.products,

@@ -44,7 +44,18 @@ export function yieldCalcRoute(deps: {
           }),
           response: { 200: Ok(YieldProjection) },
         },
-        config: { validationErrorCode: () => 'invalid_amount' },
+        config: {
+          validationErrorCode: () => 'invalid_amount',
+          errorCodes: [
+            'invalid_amount',
+            'not_found',
+            'not_owned',
+            'engine_not_deployed',
+            'product_paused',
+            'product_deprecated',
+            'service_unavailable',
+          ],
+        },
       },
       async (request, reply) => {
         const raw = request.query.amount;

@@ -35,7 +35,7 @@ interface ListedProduct {
   engine_contract_address: string | null;
 }
 
-describe('the demo', () => {
+describe('the demo', { timeout: 240_000 }, () => {
   it('provisions both partners, both environments and every status; the worker deploys the launch products', async () => {
     const p = spawnCli(['start'], env);
     await waitFor(

@@ -45,7 +45,8 @@ const productArgs = (over: Record<string, string> = {}) => {
   return ['product', 'create', ...Object.entries(o).flatMap(([k, v]) => [`--${k}`, v])];
 };
 
-describe('operator CLI', () => {
+// Every command is a process (tsx, PGlite open, migrate): seconds each on a loaded machine.
+describe('operator CLI', { timeout: 180_000 }, () => {
   it('creates and lists partners; a duplicate name exits 1', async () => {
     const created = await cli(['partner', 'create', '--name', 'Acme Wallet']);
     expect(created.code).toBe(0);

@@ -83,7 +83,8 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
   // Every route in the scope documents the key, and its error responses: those the scope itself can
   // answer plus the route's own `config.errorCodes`, merged per status.
   app.addHook('onRoute', (route) => {
-    const schema = (route.schema ??= {});
+    route.schema ??= {};
+    const schema = route.schema;
     schema.security = [{ ApiKey: [] }];
     const own =
       (route.config as { errorCodes?: readonly ErrorCode[] } | undefined)?.errorCodes ?? [];

@@ -92,6 +92,19 @@ describe('the service process', () => {
     expect(p.stderr()).toMatch(/^yield-service: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/);
   });
 
+  it('exits 1 with one line when the chains cannot be started', async () => {
+    const dir = tempDir();
+    const p = spawnCli(['start'], {
+      DATA_DIR: dir,
+      PORT: '0',
+      CHAINS_FILE: path.join(dir, 'missing.json'),
+    });
+    expect((await p.exited).code).toBe(1);
+    expect(p.stderr()).toBe(
+      `yield-service: chains failed to start: CHAINS_FILE: cannot read "${path.join(dir, 'missing.json')}"\n`,
+    );
+  });
+
   it('migrate applies the schema once, then reports it is up to date', async () => {
     const dataDir = tempDir();
     const first = spawnCli(['migrate'], { DATA_DIR: dataDir });

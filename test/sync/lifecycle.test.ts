@@ -3,16 +3,20 @@
  * exact) and every storage engine: deployment once across a restart, status following the engine
  * and the upstream vault, vault_pause on entry and once per UTC day, operator deprecation.
  */
-import { type Address, encodeFunctionData, getAddress } from 'viem';
+import { type Address, encodeDeployData, encodeFunctionData, getAddress, keccak256 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSyncClient } from '../../src/chain/chains.ts';
+import { engineConstructorArgs } from '../../src/chain/deploy.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import { yieldEngineBytecode } from '../../src/chain/generated/YieldEngine.ts';
 import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
 import { createLogger } from '../../src/logger.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
+import { operatorWallet } from '../../src/sync/lifecycle/operator.ts';
 import { deprecateProduct } from '../../src/sync/lifecycle/operator-commands.ts';
+import { createDeployStore } from '../../src/sync/lifecycle/store.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import {
   type Fixture,
@@ -250,5 +254,54 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
         slug,
       ),
     ).rejects.toThrow(/deprecated, which is final/);
+  });
+  it('skips a held product; rebroadcasts a deployment recorded but never sent (a crash) instead of signing another', async () => {
+    const repo = createProductsRepo(t.db);
+    const store = createDeployStore(t.db);
+    const base = { ...product, slug: `next-${engine}` };
+    const next = await repo.create({
+      ...base,
+      underlyingVaultAddress: fx.syncVault,
+      assetAddress: fx.asset,
+      serviceFeeRecipient: SERVICE,
+      partnerFeeRecipient: PARTNER,
+      deployed: undefined,
+    });
+    expect(await store.setHold(next.id, true)).toBe(true);
+    await lifecycle().tick();
+    expect((await repo.getById(next.id))?.deployTxHash).toBeNull();
+    await store.setHold(next.id, false);
+
+    // What startDeployment does up to the crash: sign and record, never broadcast.
+    const wallet = operatorWallet(chain())!;
+    const request = await wallet.prepareTransactionRequest({
+      data: encodeDeployData({
+        abi: yieldEngineAbi,
+        bytecode: yieldEngineBytecode,
+        args: engineConstructorArgs({
+          asset: fx.asset,
+          underlyingVault: fx.syncVault,
+          name: 'Next',
+          symbol: 'yN',
+          serviceFeeRecipient: SERVICE,
+          partnerFeeRecipient: PARTNER,
+          serviceFeeBps: 500,
+          partnerFeeBps: 1000,
+          operator: OPERATOR,
+        }),
+      }),
+    });
+    const raw = await wallet.signTransaction(request);
+    const hash = keccak256(raw);
+    expect(await store.recordSigned(next.id, hash, raw)).toBe(true);
+    const nonceBefore = await operatorNonce();
+
+    const worker = lifecycle();
+    await worker.tick(); // the node never saw it: rebroadcast
+    await mine(3);
+    expect((await worker.tick()).deployed).toEqual([`next-${engine}`]);
+    const after = await repo.getById(next.id);
+    expect(after).toMatchObject({ status: 'active', deployTxHash: hash });
+    expect(await operatorNonce()).toBe(nonceBefore + 1);
   });
 });

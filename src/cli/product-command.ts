@@ -28,14 +28,7 @@ import {
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
 import { createDeployStore } from '../sync/lifecycle/store.ts';
-import {
-  CommandError,
-  commandConfig,
-  print,
-  printJson,
-  table,
-  withDatabase,
-} from './partner-command.ts';
+import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
 /** Service and partner fees together: at most half of the yield. */

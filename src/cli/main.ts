@@ -9,6 +9,7 @@ import { openDatabase } from '../db/open.ts';
 import { createLogger } from '../logger.ts';
 import { startService } from '../main.ts';
 import { registerChainCommand } from './chain-command.ts';
+import { registerKeyCommand } from './key-command.ts';
 import { registerPartnerCommand } from './partner-command.ts';
 import { registerProductCommand } from './product-command.ts';
 
@@ -99,6 +100,7 @@ export function buildCli(): Command {
   registerChainCommand(program);
   registerPartnerCommand(program);
   registerProductCommand(program);
+  registerKeyCommand(program);
   return program;
 }
 

@@ -1,0 +1,61 @@
+/** `yield-service key …` through the real bin: the key is shown once, listed masked, revocable. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnCli } from './helpers/process.ts';
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-keys-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function cli(args: string[]) {
+  // A port where no local chain answers: the embedded database is free for the command.
+  const p = spawnCli(args, { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' });
+  const { code } = await p.exited;
+  return { code, out: p.stdout(), err: p.stderr() };
+}
+
+describe('key CLI', { timeout: 180_000 }, () => {
+  it('creates a key shown once, lists it masked, revokes it once', async () => {
+    expect((await cli(['partner', 'create', '--name', 'Acme Wallet'])).code).toBe(0);
+    const created = await cli([
+      'key',
+      'create',
+      '--partner',
+      'Acme Wallet',
+      '--env',
+      'test',
+      '--json',
+    ]);
+    expect(created.code).toBe(0);
+    const { id, api_key: key } = JSON.parse(created.out) as { id: string; api_key: string };
+    expect(key).toMatch(/^svc_test_[A-Za-z0-9_-]{43}$/);
+
+    const listed = await cli(['key', 'list', '--json']);
+    expect(listed.code).toBe(0);
+    expect(listed.out).not.toContain(key);
+    expect(JSON.parse(listed.out)).toEqual([
+      expect.objectContaining({
+        id,
+        environment: 'test',
+        key: `svc_test_…${key.slice(-4)}`,
+        revoked_at: null,
+      }),
+    ]);
+
+    expect((await cli(['key', 'revoke', id])).out).toBe(`Revoked ${id}.\n`);
+    const again = await cli(['key', 'revoke', id]);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/no active key/);
+    expect(JSON.parse((await cli(['key', 'list', '--json'])).out)[0].revoked_at).not.toBeNull();
+  });
+
+  it('refuses an unknown partner or environment with a non-zero exit', async () => {
+    const unknown = await cli(['key', 'create', '--partner', 'Nobody', '--env', 'live']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toMatch(/no partner named "Nobody"/);
+    const env = await cli(['key', 'create', '--partner', 'Acme Wallet', '--env', 'prod']);
+    expect(env.code).not.toBe(0);
+    expect(env.err).toMatch(/live or test/);
+  });
+});

@@ -4,7 +4,7 @@
  * let in-flight ones finish, then close the database.
  */
 
-import { buildApp } from './api/app.ts';
+import { buildApp, type ChainEntries } from './api/app.ts';
 import type { ChainSettings } from './chain/chains.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
@@ -55,8 +55,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   try {
     // Listen first: liveness answers while storage initialises; readiness waits for it.
     let url: string | undefined;
+    let provideChains: (chains: ChainEntries) => void = () => {};
+    const apiChains = new Promise<ChainEntries>((resolve) => {
+      provideChains = resolve;
+    });
     if (config.ROLES.includes('api')) {
-      app = await buildApp({ db, logger, redis });
+      app = await buildApp({ db, logger, redis, chains: apiChains });
       await app.listen({ host: config.HOST, port: config.PORT });
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -72,6 +76,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let stopRequested = false;
     const ready = (async (): Promise<ServiceChains> => {
       runtime = await startChainRuntime(config, logger);
+      const started = runtime;
+      provideChains(
+        started.chains.map((c) => ({
+          chainId: c.chainId,
+          name: c.name,
+          evm: c.evm,
+          client: started.clients.get(c.chainId)!,
+        })),
+      );
       const local = runtime.local;
       if (!stopRequested && config.DEMO && local) {
         const client = runtime.clients.get(local.deployment.chainId)!;

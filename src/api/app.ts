@@ -26,13 +26,20 @@ import { productsRoutes } from './routes/products.ts';
 import { yieldCalcRoute } from './routes/yield-calc.ts';
 import { ErrorEnvelope } from './schemas.ts';
 
+export type ChainEntries = ReadonlyArray<{
+  chainId: number;
+  name: string;
+  evm: boolean;
+  client: SyncPublicClient;
+}>;
+
 export interface AppDeps {
   db: Database;
   logger: Logger;
   /** Present when REDIS_URL is configured. */
   redis?: Redis | undefined;
-  /** The chains products live on: clients for live reads, and display names. */
-  chains?: ReadonlyArray<{ chainId: number; name: string; evm: boolean; client: SyncPublicClient }>;
+  /** The chains products live on (clients for live reads, display names); may arrive later. */
+  chains?: ChainEntries | Promise<ChainEntries>;
   /** Timeout and cache of live chain reads (tests shorten them). */
   chainReads?: { timeoutMs?: number; cacheMs?: number; headMs?: number };
   /** Clock of the date-window endpoints (tests pin it). */
@@ -174,13 +181,22 @@ export async function buildApp(deps: AppDeps) {
 
   const products = createProductsRepo(deps.db);
   const snapshots = createSnapshotReads(deps.db);
-  const chains = deps.chains ?? [];
-  const chain = createChainReader({
-    ...deps.chainReads,
-    clients: new Map(chains.map((c) => [c.chainId, c.client])),
-    nonEvmChains: new Set(chains.filter((c) => !c.evm).map((c) => c.chainId)),
-  });
-  const names = new Map(chains.map((c) => [c.chainId, c.name]));
+  // The chains may start after the server listens (a fresh local chain takes seconds): the maps
+  // fill when they are up, and until then chain reads answer 503 chain_rpc_unavailable.
+  const clients = new Map<number, SyncPublicClient>();
+  const nonEvmChains = new Set<number>();
+  const names = new Map<number, string>();
+  Promise.resolve(deps.chains ?? []).then(
+    (chains) => {
+      for (const c of chains) {
+        clients.set(c.chainId, c.client);
+        names.set(c.chainId, c.name);
+        if (!c.evm) nonEvmChains.add(c.chainId);
+      }
+    },
+    () => {}, // a chain runtime that fails to start is reported by the service, not here
+  );
+  const chain = createChainReader({ ...deps.chainReads, clients, nonEvmChains });
   const chainName = (id: number) => names.get(id) ?? `chain-${id}`;
   const clock = deps.now ? { now: deps.now } : {};
   await app.register(partnerScope, {

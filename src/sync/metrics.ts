@@ -113,7 +113,8 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     // Block timestamps are cached for this run only: every block read is at or below the safe
     // head, which a reorg shallower than the confirmation depth cannot change.
     const times = createBlockTimes(client);
-    const head = await client.getBlockNumber();
+    // cacheTime 0: viem otherwise reuses a head up to its polling interval old.
+    const head = await client.getBlockNumber({ cacheTime: 0 });
     const safeHead = head - BigInt(chain.confirmationDepth);
     if (safeHead < 0n) return { written: 0 };
     // Day D is closed once a confirmed block is at or after D+1 00:00 UTC: no block of D can still

@@ -15,6 +15,7 @@ import type { Logger } from './logger.ts';
 import { createRedis, type Redis } from './redis.ts';
 import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
+import { writeDemoCredentials } from './sync/demo-credentials.ts';
 import { buildWorkerJobs } from './sync/worker-jobs.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
 
@@ -88,7 +89,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       const local = runtime.local;
       if (!stopRequested && config.DEMO && local) {
         const client = runtime.clients.get(local.deployment.chainId)!;
-        await provisionDemo({ db, logger, deployment: local.deployment, client });
+        const demo = await provisionDemo({ db, logger, deployment: local.deployment, client });
+        if (demo.provisioned) {
+          const file = writeDemoCredentials(config.DATA_DIR, {
+            base_url: url ?? `http://${config.HOST}:${config.PORT}`,
+            rpc_url: local.anvil.rpcUrl,
+            partners: demo.credentials,
+          });
+          logger.info({ file }, 'demo credentials written');
+        }
       }
       if (!stopRequested && config.ROLES.includes('worker')) {
         worker = createWorker(buildWorkerJobs({ db, logger, runtime }), logger);

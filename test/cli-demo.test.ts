@@ -3,7 +3,7 @@
  * launch products, the indexer and the metrics processor fill events and history; then, with the service stopped (the embedded database allows one process), the
  * operator commands pause, resume and deprecate demo products on the saved chain.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -24,6 +24,22 @@ async function cli(args: string[]) {
   const p = spawnCli(args, { ...env, LOG_LEVEL: 'silent' });
   const { code } = await p.exited;
   return { code, out: p.stdout(), err: p.stderr() };
+}
+
+interface DemoCredentials {
+  base_url: string;
+  rpc_url: string;
+  partners: Array<{
+    name: string;
+    live: DemoEnvironment;
+    test: DemoEnvironment;
+  }>;
+}
+interface DemoEnvironment {
+  api_key: string;
+  revoked_api_key: string;
+  products: Record<'active' | 'active_async' | 'paused' | 'deprecated' | 'pending_deploy', string>;
+  wallets: string[];
 }
 
 interface ListedProduct {
@@ -54,6 +70,44 @@ describe('the demo', { timeout: 240_000 }, () => {
       60_000,
       'the metrics backfill',
     );
+
+    // The quickstart: demo-credentials.json holds everything a first call needs, and works.
+    const file = path.join(dataDir, 'demo-credentials.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const creds = JSON.parse(readFileSync(file, 'utf8')) as DemoCredentials;
+    expect(creds.base_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(creds.rpc_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(creds.partners.map((x) => x.name)).toEqual(['Acme Wallet', 'Bravo Pay']);
+    const call = (url: string, key: string) =>
+      fetch(`${creds.base_url}${url}`, { headers: { 'x-api-key': key } });
+    for (const partner of creds.partners) {
+      for (const environment of ['live', 'test'] as const) {
+        const c = partner[environment];
+        expect(c.api_key.startsWith(`svc_${environment}_`)).toBe(true);
+        const list = await call('/api/partner/products', c.api_key);
+        expect(list.status).toBe(200);
+        const slugs = ((await list.json()) as { data: Array<{ slug: string }> }).data.map(
+          (x) => x.slug,
+        );
+        for (const slug of Object.values(c.products)) expect(slugs).toContain(slug);
+        const revoked = await call('/api/partner/products', c.revoked_api_key);
+        expect(((await revoked.json()) as { code: string }).code).toBe('revoked_api_key');
+        const pending = await call(
+          `/api/partner/products/${c.products.pending_deploy}/health`,
+          c.api_key,
+        );
+        expect(pending.status).toBe(409);
+        expect(c.wallets.length).toBeGreaterThan(0);
+        const position = await call(
+          `/api/partner/products/${c.products.active}/position?address=${c.wallets[0]}`,
+          c.api_key,
+        );
+        expect(position.status).toBe(200);
+        const data = ((await position.json()) as { data: { shares: string } }).data;
+        expect(Number(data.shares)).toBeGreaterThan(0); // display check only; values are strings
+      }
+    }
+
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
     expect(p.stdout()).toContain('"msg":"demo provisioned"');

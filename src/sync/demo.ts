@@ -23,16 +23,34 @@ import {
   PRODUCT_KEYS,
 } from '../chain/local/demo-manifest.ts';
 import type { LocalDeployment } from '../chain/local/deployment.ts';
+import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { createProductsRepo, type NewProduct } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import { createDeployStore } from './lifecycle/store.ts';
 
+/** What a demo user needs per partner environment to make a first call. */
+export interface DemoEnvironmentCredentials {
+  api_key: string;
+  revoked_api_key: string;
+  products: Record<(typeof PRODUCT_KEYS)[number], string>;
+  /** Wallets holding a position in the `active` product. */
+  wallets: string[];
+}
+
+export interface DemoPartnerCredentials {
+  name: string;
+  live: DemoEnvironmentCredentials;
+  test: DemoEnvironmentCredentials;
+}
+
 export interface DemoResult {
   provisioned: boolean;
   partners: string[];
   products: number;
+  /** The keys exist in full only here, at creation; written once to demo-credentials.json. */
+  credentials: DemoPartnerCredentials[];
 }
 
 /** Slug of the extra product the worker deploys on the first start (see the header). */
@@ -47,7 +65,7 @@ export async function provisionDemo(options: {
   client: SyncPublicClient;
 }): Promise<DemoResult> {
   const { db, logger, deployment, client } = options;
-  const none: DemoResult = { provisioned: false, partners: [], products: 0 };
+  const none: DemoResult = { provisioned: false, partners: [], products: 0, credentials: [] };
   if ((await createPartnersRepo(db).list()).length > 0) return none;
 
   // Chain reads first, outside the transaction: share decimals and deployment block times.
@@ -94,10 +112,26 @@ export async function provisionDemo(options: {
       if ((await partnersRepo.list()).length > 0) return none;
       const products = createProductsRepo(tx);
       const store = createDeployStore(tx);
+      const keys = createApiKeysRepo(tx);
+      const credentials: DemoPartnerCredentials[] = [];
       let count = 0;
       for (const partner of DEMO_PARTNERS) {
         const { id: partnerId } = await partnersRepo.create(partner.name);
+        const perEnv: Partial<Record<'live' | 'test', DemoEnvironmentCredentials>> = {};
         for (const env of ENVIRONMENTS) {
+          const products_ = partner.environments[env];
+          const apiKey = await keys.create(partnerId, env, 'demo');
+          const revoked = await keys.create(partnerId, env, 'demo (revoked)');
+          await keys.revoke(revoked.record.id);
+          perEnv[env] = {
+            api_key: apiKey.key,
+            revoked_api_key: revoked.key,
+            products: Object.fromEntries(PRODUCT_KEYS.map((k) => [k, products_[k].slug])) as Record<
+              (typeof PRODUCT_KEYS)[number],
+              string
+            >,
+            wallets: [...(deployment.engines[products_.active.slug]?.holders ?? [])],
+          };
           for (const key of PRODUCT_KEYS) {
             const p = partner.environments[env][key];
             const engine = deployment.engines[p.slug];
@@ -140,12 +174,18 @@ export async function provisionDemo(options: {
             }
           }
         }
+        credentials.push({ name: partner.name, live: perEnv.live!, test: perEnv.test! });
       }
       logger.info(
         { partners: DEMO_PARTNERS.map((p) => p.name), products: count },
         'demo provisioned',
       );
-      return { provisioned: true, partners: DEMO_PARTNERS.map((p) => p.name), products: count };
+      return {
+        provisioned: true,
+        partners: DEMO_PARTNERS.map((p) => p.name),
+        products: count,
+        credentials,
+      };
     });
   } catch (err) {
     // Another process provisioned first (unique partner name): nothing left to do.

@@ -8,15 +8,17 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
 import type { SyncPublicClient } from '../chain/chains.ts';
-import { createApiKeysRepo } from '../db/api-keys.ts';
+import { type ApiKeysRepo, createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
-import { createProductsRepo } from '../db/products.ts';
+import { createProductsRepo, type ProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import { createChainReader } from './chain-reader.ts';
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts';
+import { hashApiKey } from './keys.ts';
 import { partnerScope } from './partner-scope.ts';
-import { createSnapshotReads } from './read-model.ts';
+import { createReadCache } from './read-cache.ts';
+import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
 import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -42,6 +44,8 @@ export interface AppDeps {
   chains?: ChainEntries | Promise<ChainEntries>;
   /** Timeout and cache of live chain reads (tests shorten them). */
   chainReads?: { timeoutMs?: number; cacheMs?: number; headMs?: number };
+  /** How often the read cache checks the read-model version (tests shorten it). */
+  readCache?: { pollMs?: number };
   /** Clock of the date-window endpoints (tests pin it). */
   now?: () => Date;
 }
@@ -179,8 +183,33 @@ export async function buildApp(deps: AppDeps) {
 
   await app.register(healthRoutes, { db: deps.db, redis: deps.redis });
 
-  const products = createProductsRepo(deps.db);
-  const snapshots = createSnapshotReads(deps.db);
+  // Reads of products, snapshots and keys go through one cache that the database's read-model
+  // version invalidates (see read-cache.ts): the hot path does no database round trip.
+  const cache = createReadCache(deps.db, deps.readCache);
+  app.addHook('onClose', async () => cache.close());
+  const productsRepo = createProductsRepo(deps.db);
+  const products: ProductsRepo = {
+    ...productsRepo,
+    getBySlug: (slug) => cache.get(`slug:${slug}`, () => productsRepo.getBySlug(slug)),
+    listForPartner: (partnerId, env) =>
+      cache.get(`list:${partnerId}:${env}`, () => productsRepo.listForPartner(partnerId, env)),
+  };
+  const reads = createSnapshotReads(deps.db);
+  const snapshots: SnapshotReads = {
+    latestFor: (ids) => cache.get(`latest:${ids.join(',')}`, () => reads.latestFor(ids)),
+    latestNetApy: (id) => cache.get(`apy:${id}`, () => reads.latestNetApy(id)),
+    apyHistory: (id, from, to) =>
+      cache.get(`history:${id}:${from}:${to}`, () => reads.apyHistory(id, from, to)),
+    feeStats: (id, from, to) =>
+      cache.get(`fees:${id}:${from}:${to}`, () => reads.feeStats(id, from, to)),
+  };
+  const keysRepo = createApiKeysRepo(deps.db);
+  const keys: ApiKeysRepo = {
+    ...keysRepo,
+    // Keyed by the key's hash: the cache never holds a secret as a map key.
+    findByKey: (key) =>
+      cache.get(`key:${hashApiKey(key).toString('base64url')}`, () => keysRepo.findByKey(key)),
+  };
   // The chains may start after the server listens (a fresh local chain takes seconds): the maps
   // fill when they are up, and until then chain reads answer 503 chain_rpc_unavailable.
   const clients = new Map<number, SyncPublicClient>();
@@ -200,7 +229,7 @@ export async function buildApp(deps: AppDeps) {
   const chainName = (id: number) => names.get(id) ?? `chain-${id}`;
   const clock = deps.now ? { now: deps.now } : {};
   await app.register(partnerScope, {
-    keys: createApiKeysRepo(deps.db),
+    keys,
     redis: deps.redis,
     routes: [
       productsRoutes({ products, snapshots, chainName }),

@@ -1,0 +1,74 @@
+/**
+ * The API's read cache. Entries are tagged with the read-model version (data_versions, bumped by
+ * database triggers on every visible change to products, snapshots and keys); a background poll
+ * reads that one row every `pollMs`, and an entry from an older version is never served. So a
+ * status change, a new snapshot or a revoked key reaches every API process within `pollMs`, and
+ * the request path itself does no database round trip for cached reads.
+ */
+import type { Queryable } from '../db/client.ts';
+
+export interface ReadCache {
+  /** The cached value for key at the current version, or load() stored under it. */
+  get<T>(key: string, load: () => Promise<T>): Promise<T>;
+  /** Reads the version now (tests; the poll does it in the background). */
+  refresh(): Promise<void>;
+  close(): void;
+}
+
+export function createReadCache(
+  db: Queryable,
+  options: { pollMs?: number; maxEntries?: number } = {},
+): ReadCache {
+  const pollMs = options.pollMs ?? 1000;
+  const maxEntries = options.maxEntries ?? 20_000;
+  // Unknown until the first poll answers: nothing is cached before then.
+  let version: string | undefined;
+  const entries = new Map<string, { version: string; value: Promise<unknown> }>();
+
+  async function refresh() {
+    const { rows } = await db.query<{ version: string }>(
+      "SELECT version FROM data_versions WHERE name = 'read_model'",
+    );
+    const next = rows[0]?.version;
+    if (next !== version) {
+      version = next;
+      entries.clear();
+    }
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  const poll = () => {
+    refresh()
+      .catch(() => {
+        // The database is unreachable: serve nothing from the cache until it answers again.
+        version = undefined;
+        entries.clear();
+      })
+      .finally(() => {
+        if (!closed) timer = setTimeout(poll, pollMs).unref();
+      });
+  };
+  poll();
+
+  return {
+    get<T>(key: string, load: () => Promise<T>): Promise<T> {
+      const at = version;
+      if (at === undefined) return load();
+      const hit = entries.get(key);
+      if (hit && hit.version === at) return hit.value as Promise<T>;
+      if (entries.size >= maxEntries) entries.clear();
+      const value = load();
+      entries.set(key, { version: at, value });
+      value.catch(() => {
+        if (entries.get(key)?.value === value) entries.delete(key);
+      });
+      return value;
+    },
+    refresh,
+    close() {
+      closed = true;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * The read cache: served without a database round trip while nothing changes, and invalidated in
+ * every API process (two apps on one database stand for two processes) by the triggers' version
+ * bump when a product status, a snapshot or a key changes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/api/app.ts';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+import { captureLogger } from '../helpers/logs.ts';
+import { insertSnapshots } from '../helpers/snapshots.ts';
+
+const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
+const POLL_MS = 50;
+const settle = () => new Promise((r) => setTimeout(r, POLL_MS * 4));
+
+describe.each(storageEngines())('read cache on %s', (engine) => {
+  let t: TestDatabase;
+  let apps: Array<Awaited<ReturnType<typeof buildApp>>>;
+  let key: string;
+  let keyId: string;
+  let product: Product;
+
+  beforeAll(async () => {
+    t = await freshDatabase(engine);
+    const partner = await createPartnersRepo(t.db).create('Acme');
+    product = await createProductsRepo(t.db).create({
+      partnerId: partner.id,
+      environment: 'live',
+      slug: 'core',
+      displayName: 'Core',
+      riskLabel: 'low',
+      chainId: 31337,
+      vaultKind: 'sync',
+      engineName: 'E',
+      engineSymbol: 'E',
+      underlyingVaultAddress: A(2),
+      assetAddress: A(3),
+      assetSymbol: 'USDC',
+      assetDecimals: 6,
+      serviceFeeBps: 100,
+      partnerFeeBps: 100,
+      serviceFeeRecipient: A(4),
+      partnerFeeRecipient: A(5),
+      deployed: {
+        engineAddress: A(1),
+        shareDecimals: 12,
+        block: 1n,
+        at: new Date(),
+        status: 'active',
+      },
+    });
+    const created = await createApiKeysRepo(t.db).create(partner.id, 'live');
+    key = created.key;
+    keyId = created.record.id;
+    apps = [];
+    for (let i = 0; i < 2; i++) {
+      const app = await buildApp({
+        db: t.db,
+        logger: captureLogger().logger,
+        readCache: { pollMs: POLL_MS },
+      });
+      await app.ready();
+      apps.push(app);
+    }
+    await settle();
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await t.drop();
+  });
+
+  const get = (i: number, url: string) => apps[i]!.inject({ url, headers: { 'x-api-key': key } });
+
+  it('serves repeated reads from memory: no query reaches the database', async () => {
+    await get(0, '/api/partner/products'); // warm
+    const query = t.db.query.bind(t.db);
+    let queries = 0;
+    t.db.query = ((sql: string, params?: readonly unknown[]) => {
+      if (!sql.includes('data_versions')) queries++; // the background poll is not the request path
+      return query(sql, params);
+    }) as typeof t.db.query;
+    try {
+      for (let i = 0; i < 20; i++)
+        expect((await get(0, '/api/partner/products')).statusCode).toBe(200);
+      expect(queries).toBe(0);
+    } finally {
+      t.db.query = query;
+    }
+  });
+
+  it('a status change reaches every process within the poll interval', async () => {
+    for (const i of [0, 1]) {
+      expect((await get(i, '/api/partner/products/core')).json().data.status).toBe('active');
+    }
+    await createProductsRepo(t.db).setPauseReasons(product.id, { operatorPaused: true });
+    await settle();
+    for (const i of [0, 1]) {
+      expect((await get(i, '/api/partner/products/core')).json().data.status).toBe('paused');
+    }
+    await createProductsRepo(t.db).setPauseReasons(product.id, { operatorPaused: false });
+  });
+
+  it('a new snapshot reaches latest_metrics and apy-history', async () => {
+    expect((await get(1, '/api/partner/products/core')).json().data.latest_metrics).toBeNull();
+    await insertSnapshots(t.db, product.id, [
+      { date: '2026-01-01', totalAssets: 1_000_000n, underlyingApy: null, netApy: null },
+    ]);
+    await settle();
+    expect((await get(1, '/api/partner/products/core')).json().data.latest_metrics).toMatchObject({
+      as_of_date: '2026-01-01',
+      engine_total_assets: '1',
+    });
+  });
+
+  it('a revoked key stops working in every process within the poll interval', async () => {
+    for (const i of [0, 1]) expect((await get(i, '/api/partner/products')).statusCode).toBe(200);
+    await createApiKeysRepo(t.db).revoke(keyId);
+    await settle();
+    for (const i of [0, 1]) {
+      expect((await get(i, '/api/partner/products')).json().code).toBe('revoked_api_key');
+    }
+  });
+});

@@ -6,11 +6,15 @@
  * 1. Deploys `pending_deploy` products (not held) through the chain's deployer account. The
  *    deployment is signed locally and its hash and raw bytes are stored BEFORE it is broadcast, so
  *    a worker that restarts at any point resumes the same transaction (rebroadcasting it when the
- *    node never saw it) and never deploys a second engine. Once the receipt is `confirmationDepth`
- *    blocks deep, the product moves to `active` and its `product.deployed` event is stored in the
- *    same transaction. The first daily snapshot is not written here: the metrics processor
- *    backfills every day from `deployed_block` (DECISIONS: latest_metrics is null only while
- *    pending_deploy; the processor's next run fills it).
+ *    node never saw it) and never deploys a second engine. Nonces are assigned here, not by the
+ *    node: read once per tick (see nextNonceFrom) and incremented locally, so N products started
+ *    in one tick get N consecutive nonces. A recorded deployment is forgotten (and redone) only
+ *    when the node does not know it, it has no receipt, and its nonce was taken by another
+ *    transaction at a confirmed block (see resendOrForget). Once the receipt is
+ *    `confirmationDepth` blocks deep, the product moves to `active` and its `product.deployed`
+ *    event is stored in the same transaction. The first daily snapshot is not written here: the
+ *    metrics processor backfills every day from `deployed_block` (DECISIONS: latest_metrics is
+ *    null only while pending_deploy; the processor's next run fills it).
  * 2. Follows the chain for every deployed `active`/`paused` product, at the confirmed block
  *    (head − depth, so a shallow reorg cannot flip a status): engine `paused()` → chain reason,
  *    underlying vault `paused()` (when it has one) or `maxDeposit(engine) == 0` → upstream reason,
@@ -26,6 +30,7 @@ import {
   keccak256,
   parseAbi,
   parseTransaction,
+  TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
 import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
@@ -37,7 +42,12 @@ import { createLeasesRepo } from '../db/leases.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
-import { chainErrorMessage, operatorWallet, readEngineFlags } from './lifecycle/operator.ts';
+import {
+  chainErrorMessage,
+  type OperatorWallet,
+  operatorWallet,
+  readEngineFlags,
+} from './lifecycle/operator.ts';
 import { applyPauseReasons } from './lifecycle/status.ts';
 import { createDeployStore } from './lifecycle/store.ts';
 
@@ -83,18 +93,24 @@ export function createLifecycle(options: LifecycleOptions) {
   const log = logger.child({ job: leaseName });
   const warnedNoDeployer = new Set<string>();
 
-  /** Signs the deployment, records it, then broadcasts it. */
-  async function startDeployment(p: Product): Promise<void> {
-    if (!wallet) {
-      if (!warnedNoDeployer.has(p.id)) {
-        warnedNoDeployer.add(p.id);
-        log.warn(
-          { slug: p.slug, chainId: chain.chainId },
-          'no deployer_private_key for this chain: product stays pending_deploy',
-        );
-      }
-      return;
-    }
+  function warnNoDeployer(p: Product): void {
+    if (warnedNoDeployer.has(p.id)) return;
+    warnedNoDeployer.add(p.id);
+    log.warn(
+      { slug: p.slug, chainId: chain.chainId },
+      'no deployer_private_key for this chain: product stays pending_deploy',
+    );
+  }
+
+  /**
+   * Signs the deployment with `nonce`, records it, then broadcasts it. Returns whether the nonce
+   * was taken (the transaction was recorded) and whether the broadcast went through.
+   */
+  async function startDeployment(
+    wallet: OperatorWallet,
+    p: Product,
+    nonce: number,
+  ): Promise<{ recorded: boolean; sent: boolean }> {
     const data = encodeDeployData({
       abi: yieldEngineAbi,
       bytecode: yieldEngineBytecode,
@@ -110,15 +126,39 @@ export function createLifecycle(options: LifecycleOptions) {
         operator: wallet.account.address,
       }),
     });
-    const request = await wallet.prepareTransactionRequest({ data });
+    const request = await wallet.prepareTransactionRequest({ data, nonce });
     const raw = await wallet.signTransaction(request);
     const hash = keccak256(raw);
-    if (!(await store.recordSigned(p.id, hash, raw))) return; // moved meanwhile
-    log.info({ slug: p.slug, txHash: hash }, 'deploying engine');
-    await broadcast(raw).catch((err: unknown) => {
+    // Not recorded: the product moved meanwhile, and the nonce stays free.
+    if (!(await store.recordSigned(p.id, hash, raw))) return { recorded: false, sent: false };
+    log.info({ slug: p.slug, txHash: hash, nonce }, 'deploying engine');
+    try {
+      await broadcast(raw);
+      return { recorded: true, sent: true };
+    } catch (err) {
       // Recorded: the next tick rebroadcasts the same bytes.
       log.warn({ slug: p.slug, txHash: hash, err: chainErrorMessage(err) }, 'broadcast failed');
-    });
+      return { recorded: true, sent: false };
+    }
+  }
+
+  /**
+   * The first nonce for deployments started in this tick: the account's pending transaction
+   * count, or past the highest nonce among this chain's recorded, unmined deployments when that
+   * is higher (a deployment recorded but never broadcast, or dropped by the node, keeps its
+   * nonce: it is rebroadcast, so a new one must not take it).
+   */
+  async function nextNonceFrom(address: Address): Promise<number> {
+    const [pendingCount, recorded] = await Promise.all([
+      client.getTransactionCount({ address, blockTag: 'pending' }),
+      store.inFlightRawTxs(chain.chainId),
+    ]);
+    let next = pendingCount;
+    for (const raw of recorded) {
+      const n = parseTransaction(raw).nonce;
+      if (n !== undefined && n + 1 > next) next = n + 1;
+    }
+    return next;
   }
 
   async function broadcast(raw: `0x${string}`): Promise<void> {
@@ -134,7 +174,7 @@ export function createLifecycle(options: LifecycleOptions) {
       if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
     }
     if (!receipt) {
-      await resendOrForget(p, txHash);
+      await resendOrForget(p, txHash, head);
       return false;
     }
     if (receipt.status !== 'success' || !receipt.contractAddress) {
@@ -195,22 +235,52 @@ export function createLifecycle(options: LifecycleOptions) {
     return moved;
   }
 
+  /** The receipt of `hash`, or undefined while it is not mined. */
+  async function receiptOf(hash: Hash) {
+    try {
+      return await client.getTransactionReceipt({ hash });
+    } catch (err) {
+      if (err instanceof TransactionReceiptNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  /** Whether the node knows the transaction (in its pool, or mined). */
+  async function nodeKnows(hash: Hash): Promise<boolean> {
+    try {
+      await client.getTransaction({ hash });
+      return true;
+    } catch (err) {
+      if (err instanceof TransactionNotFoundError) return false;
+      throw err;
+    }
+  }
+
   /**
-   * The node does not know the deployment: rebroadcast the stored bytes. When the deployer's nonce
-   * has moved past it, the transaction can never be mined (replaced or lost in a reset): forget it
-   * and deploy anew at the next tick.
+   * The deployment has no receipt. While the node knows it (in its pool, or mined since the
+   * receipt was read) it is only waited for. Otherwise the stored bytes are rebroadcast; when that
+   * fails and the deployer's nonce was already used at a CONFIRMED block while this transaction
+   * still has no receipt, another transaction took the nonce (replaced, or lost in a reset) and
+   * this one can never be mined: forget it and deploy anew at the next tick. The nonce count is
+   * read before the receipt is checked again, so a transaction mined in between (a node that
+   * answers the broadcast before it mines) is never mistaken for a lost one.
    */
-  async function resendOrForget(p: Product, txHash: Hash): Promise<void> {
+  async function resendOrForget(p: Product, txHash: Hash, head: bigint): Promise<void> {
     const raw = await store.rawTx(p.id);
     if (!raw) return;
+    if (await nodeKnows(txHash)) return;
     const nonce = parseTransaction(raw).nonce ?? 0;
     try {
       await broadcast(raw);
       return;
     } catch (err) {
       const from = wallet?.account.address;
-      const mined = from ? await client.getTransactionCount({ address: from }) : undefined;
-      if (mined !== undefined && mined > nonce) {
+      const confirmed = head - BigInt(chain.confirmationDepth);
+      const used =
+        from && confirmed >= 0n
+          ? await client.getTransactionCount({ address: from, blockNumber: confirmed })
+          : undefined;
+      if (used !== undefined && used > nonce && !(await receiptOf(txHash))) {
         log.warn(
           { slug: p.slug, txHash, err: chainErrorMessage(err) },
           'deployment transaction was never mined and its nonce is used: deploying anew',
@@ -227,15 +297,28 @@ export function createLifecycle(options: LifecycleOptions) {
       products.listPendingDeploy(chain.chainId),
       store.heldIds(),
     ]);
+    // Nonces of this tick's new deployments: read once, then consecutive (startDeployment).
+    let nextNonce: number | undefined;
+    // After a failed broadcast no further deployment starts this tick: each would only add to the
+    // nonce gap behind the one the node refused (the next tick rebroadcasts it first).
+    let canStart = true;
     for (const p of pending) {
       if (held.has(p.id) && !p.deployTxHash) continue;
       try {
-        let txHash = p.deployTxHash;
+        const txHash = p.deployTxHash;
         if (!txHash) {
-          await startDeployment(p);
-          txHash = (await products.getById(p.id))?.deployTxHash ?? null;
-          if (!txHash) continue;
-          head = await client.getBlockNumber({ cacheTime: 0 });
+          // A deployment just broadcast is followed from the next tick on: it cannot be
+          // `confirmationDepth` blocks deep yet, and the node may not even have mined it.
+          if (!wallet) {
+            warnNoDeployer(p);
+            continue;
+          }
+          if (!canStart) continue;
+          nextNonce ??= await nextNonceFrom(wallet.account.address);
+          const started = await startDeployment(wallet, p, nextNonce);
+          if (started.recorded) nextNonce += 1;
+          if (started.recorded && !started.sent) canStart = false;
+          continue;
         }
         if (await followDeployment(p, txHash, head)) result.deployed.push(p.slug);
       } catch (err) {

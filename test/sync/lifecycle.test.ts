@@ -3,7 +3,14 @@
  * exact) and every storage engine: deployment once across a restart, status following the engine
  * and the upstream vault, vault_pause on entry and once per UTC day, operator deprecation.
  */
-import { type Address, encodeDeployData, encodeFunctionData, getAddress, keccak256 } from 'viem';
+import {
+  type Address,
+  encodeDeployData,
+  encodeFunctionData,
+  getAddress,
+  keccak256,
+  parseTransaction,
+} from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSyncClient } from '../../src/chain/chains.ts';
 import { engineConstructorArgs } from '../../src/chain/deploy.ts';
@@ -28,6 +35,7 @@ import {
   setupFixture,
 } from '../chain/helpers.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+import { captureLogger } from '../helpers/logs.ts';
 
 const logger = createLogger((process.env.TEST_LOG_LEVEL ?? 'silent') as 'silent');
 let fx: Fixture;
@@ -48,10 +56,10 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
   let clock = new Date('2030-03-01T10:00:00Z');
   const slug = `core-${engine}`;
   const chain = () => localChainSettings(fx.anvil.rpcUrl, fx.anvil.chainId);
-  const lifecycle = (holder = 'worker-1') =>
+  const lifecycle = (holder = 'worker-1', log = logger) =>
     createLifecycle({
       db: t.db,
-      logger,
+      logger: log,
       chain: chain(),
       client: createSyncClient(chain()),
       holder,
@@ -303,5 +311,107 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     const after = await repo.getById(next.id);
     expect(after).toMatchObject({ status: 'active', deployTxHash: hash });
     expect(await operatorNonce()).toBe(nonceBefore + 1);
+  });
+  it('deploys several pending products of one tick with distinct consecutive nonces, never anew', async () => {
+    const repo = createProductsRepo(t.db);
+    const store = createDeployStore(t.db);
+    const slugs = [0, 1, 2].map((i) => `multi-${i}-${engine}`);
+    const created: Product[] = [];
+    for (const s of slugs) {
+      created.push(
+        await repo.create({
+          ...product,
+          slug: s,
+          underlyingVaultAddress: fx.syncVault,
+          assetAddress: fx.asset,
+          serviceFeeRecipient: SERVICE,
+          partnerFeeRecipient: PARTNER,
+          deployed: undefined,
+        }),
+      );
+    }
+    const nonceBefore = await operatorNonce();
+    const captured = captureLogger('info');
+    const worker = lifecycle('worker-1', captured.logger);
+
+    await worker.tick(); // one tick signs, records and broadcasts all three
+    const nonces: number[] = [];
+    for (const p of created) {
+      const raw = await store.rawTx(p.id);
+      expect(raw).toMatch(/^0x/);
+      nonces.push(parseTransaction(raw!).nonce!);
+    }
+    expect(nonces).toEqual([nonceBefore, nonceBefore + 1, nonceBefore + 2]);
+
+    await mine(3);
+    const { deployed } = await worker.tick();
+    expect([...deployed].sort()).toEqual([...slugs].sort());
+    await mine(1);
+    await worker.tick();
+
+    const lines = captured.lines();
+    expect(lines.filter((l) => l.includes('"deploying engine"'))).toHaveLength(3);
+    expect(lines.filter((l) => l.includes('deploying anew'))).toEqual([]);
+    expect(await operatorNonce()).toBe(nonceBefore + 3); // exactly three transactions
+    const engines = new Set<string>();
+    for (const p of created) {
+      const after = (await repo.getById(p.id))!;
+      expect(after.status).toBe('active');
+      expect(after.engineAddress).toMatch(/^0x[0-9a-fA-F]{40}$/);
+      engines.add(after.engineAddress!);
+    }
+    expect(engines.size).toBe(3); // each its own engine
+  });
+  it('never redoes a deployment that is mined between its receipt read and the nonce check', async () => {
+    const repo = createProductsRepo(t.db);
+    const race = await repo.create({
+      ...product,
+      slug: `race-${engine}`,
+      underlyingVaultAddress: fx.syncVault,
+      assetAddress: fx.asset,
+      serviceFeeRecipient: SERVICE,
+      partnerFeeRecipient: PARTNER,
+      deployed: undefined,
+    });
+    // A node that answers the broadcast before it mines: the first receipt read misses, and the
+    // transaction is mined right after (what a real first start on the local chain showed).
+    const real = createSyncClient(chain());
+    let mineOnMiss = true;
+    const racy = new Proxy(real, {
+      get(target, prop, receiver) {
+        if (prop !== 'getTransactionReceipt') return Reflect.get(target, prop, receiver);
+        return async (args: Parameters<typeof real.getTransactionReceipt>[0]) => {
+          try {
+            return await target.getTransactionReceipt(args);
+          } catch (err) {
+            if (mineOnMiss) {
+              mineOnMiss = false;
+              await mine(1);
+            }
+            throw err;
+          }
+        };
+      },
+    });
+    const captured = captureLogger('info');
+    const worker = createLifecycle({
+      db: t.db,
+      logger: captured.logger,
+      chain: chain(),
+      client: racy,
+      holder: 'worker-1',
+      now: () => clock,
+    });
+    const nonceBefore = await operatorNonce();
+    await worker.tick();
+    const hash = (await repo.getById(race.id))?.deployTxHash;
+    expect(hash).toMatch(/^0x/);
+    await worker.tick(); // the receipt read misses, then the transaction is mined
+    expect(mineOnMiss).toBe(false);
+    await mine(3);
+    expect((await worker.tick()).deployed).toEqual([`race-${engine}`]);
+    expect(await repo.getById(race.id)).toMatchObject({ status: 'active', deployTxHash: hash });
+    expect(await operatorNonce()).toBe(nonceBefore + 1);
+    expect(captured.lines().filter((l) => l.includes('deploying anew'))).toEqual([]);
   });
 });

@@ -20,6 +20,16 @@ export function createDeployStore(db: Queryable) {
       return r.rowCount === 1;
     },
 
+    /** Signed deployments of a chain's pending products that are recorded and not yet mined. */
+    async inFlightRawTxs(chainId: number): Promise<`0x${string}`[]> {
+      const { rows } = await db.query<{ deploy_raw_tx: `0x${string}` }>(
+        `SELECT deploy_raw_tx FROM products
+         WHERE chain_id = $1 AND status = 'pending_deploy' AND deploy_raw_tx IS NOT NULL`,
+        [chainId],
+      );
+      return rows.map((r) => r.deploy_raw_tx);
+    },
+
     async rawTx(id: string): Promise<`0x${string}` | undefined> {
       const { rows } = await db.query<{ deploy_raw_tx: `0x${string}` | null }>(
         'SELECT deploy_raw_tx FROM products WHERE id = $1',

@@ -23,7 +23,8 @@ export interface IndexedEvent {
   dedupeKey: string;
   /** The exact JSON text that is stored, signed and sent. */
   payload: string;
-  occurredAt: Date;
+  /** Block time, ISO 8601 UTC (`YYYY-MM-DDTHH:MM:SSZ`, as in the payload). */
+  occurredAt: string;
   chainId: number;
   blockNumber: bigint;
   blockHash: Hex;
@@ -36,8 +37,21 @@ export function isoSeconds(unixSeconds: number): string {
   return new Date(unixSeconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-const word = (data: Hex, i: number): bigint =>
-  hexToBigInt(`0x${data.slice(2 + 64 * i, 66 + 64 * i)}`);
+// BigInt parses the 0x-hex word itself (no viem validation: the node returned well-formed data).
+const word = (data: Hex, i: number): bigint => BigInt(`0x${data.slice(2 + 64 * i, 66 + 64 * i)}`);
+
+/** isoSeconds memoised per range: a range's logs share a few hundred block times. */
+function isoCodec() {
+  const memo = new Map<number, string>();
+  return (unixSeconds: number): string => {
+    let s = memo.get(unixSeconds);
+    if (s === undefined) {
+      s = isoSeconds(unixSeconds);
+      memo.set(unixSeconds, s);
+    }
+    return s;
+  };
+}
 
 /** EIP-55 of an indexed address topic; memoised because a range repeats the same few users. */
 function addressCodec() {
@@ -106,6 +120,7 @@ export interface BuildContext {
 
 export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): IndexedEvent[] {
   const address = addressCodec();
+  const iso = isoCodec();
   const out: IndexedEvent[] = [];
   for (const log of logs) {
     const product = ctx.engines.get(log.address.toLowerCase());
@@ -115,10 +130,9 @@ export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): Indexed
     if (!header) throw new Error(`no header for block ${blockNumber}`);
     const logIndex = Number(log.logIndex);
     const txHash = log.transactionHash;
-    const occurredAt = isoSeconds(header.timestamp);
+    const occurredAt = iso(header.timestamp);
     // The engine's decimals are its asset's plus its fixed offset of 6; recorded at deployment.
     const shareDecimals = product.shareDecimals ?? product.assetDecimals + 6;
-    const common = { slug: product.slug, chain_id: ctx.chainId, tx_hash: txHash };
     let eventType: LifecycleEventType;
     let payload: Record<string, unknown>;
     switch (log.topics[0]) {
@@ -129,7 +143,9 @@ export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): Indexed
         // Deposit(sender, owner | assets, shares); Withdraw(sender, receiver, owner | assets, shares)
         const owner = address(log.topics[isDeposit ? 2 : 3] as Hex);
         payload = {
-          ...common,
+          slug: product.slug,
+          chain_id: ctx.chainId,
+          tx_hash: txHash,
           block_number: Number(blockNumber),
           log_index: logIndex,
           user_address: owner,
@@ -146,13 +162,15 @@ export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): Indexed
         const readyAt = ctx.settlement.get(logKey(log));
         if (readyAt === undefined) throw new Error(`no settlement time for ${logKey(log)}`);
         payload = {
-          ...common,
+          slug: product.slug,
+          chain_id: ctx.chainId,
+          tx_hash: txHash,
           log_index: logIndex,
           user_address: address(log.topics[2] as Hex),
           shares: formatUnits(word(log.data, 1), shareDecimals),
           // Compact 0x hex of the engine's uint256 request id (as JSON-RPC writes quantities).
           request_id: numberToHex(hexToBigInt(log.topics[3] as Hex)),
-          estimated_settlement_at: isoSeconds(readyAt === 0 ? header.timestamp : readyAt),
+          estimated_settlement_at: iso(readyAt === 0 ? header.timestamp : readyAt),
           occurred_at: occurredAt,
         };
         break;
@@ -167,7 +185,7 @@ export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): Indexed
       eventType,
       dedupeKey: dedupeKey.chainLog(eventType, ctx.chainId, txHash, logIndex),
       payload: JSON.stringify(payload),
-      occurredAt: new Date(header.timestamp * 1000),
+      occurredAt,
       chainId: ctx.chainId,
       blockNumber,
       blockHash: log.blockHash,

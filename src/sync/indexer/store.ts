@@ -1,13 +1,45 @@
 /**
- * Multi-row event insert for the indexer: one statement per chunk, rows passed as column arrays
- * through unnest (13 parameters whatever the row count, so no bind-parameter limit and one parse per
- * chunk). ON CONFLICT DO NOTHING on the dedupe key makes re-indexing a range a no-op.
+ * Multi-row event insert for the indexer: one statement per chunk, the rows passed as one JSON
+ * parameter (an array of objects with one-letter keys) read by json_to_recordset. One parameter
+ * whatever the row count (no bind-parameter limit, one parse per chunk), and the rows are serialised
+ * by the native JSON.stringify instead of the drivers' per-element array escaping, which cost more
+ * than the JSON route on both engines. ON CONFLICT DO NOTHING on the dedupe key makes re-indexing a
+ * range a no-op. WITH ORDINALITY + ORDER BY keeps seq in chain order.
  */
 import type { Queryable } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
 import type { IndexedEvent } from './events.ts';
 
 export const DEFAULT_INSERT_CHUNK = 1_000;
+
+const INSERT_SQL = `INSERT INTO events (id, partner_id, environment, product_id, event_type, dedupe_key,
+    payload, occurred_at, chain_id, block_number, block_hash, tx_hash, log_index)
+  SELECT i, p, e, r, t, d, y, o, c, b, h, x, l
+  FROM ROWS FROM (json_to_recordset($1::json) AS (i text, p text, e text, r text, t text, d text,
+    y text, o timestamptz, c bigint, b bigint, h text, x text, l integer))
+    WITH ORDINALITY AS j(i, p, e, r, t, d, y, o, c, b, h, x, l, ord)
+  ORDER BY ord
+  ON CONFLICT (dedupe_key) DO NOTHING`;
+
+/** One row as json_to_recordset reads it (keys as in INSERT_SQL's column definition list). */
+function row(e: IndexedEvent) {
+  return {
+    i: newId('evt'),
+    p: e.partnerId,
+    e: e.environment,
+    r: e.productId,
+    t: e.eventType,
+    d: e.dedupeKey,
+    y: e.payload,
+    o: e.occurredAt,
+    c: e.chainId,
+    // bigint has no JSON form; the decimal string reads back exactly as bigint.
+    b: e.blockNumber.toString(),
+    h: e.blockHash,
+    x: e.txHash,
+    l: e.logIndex,
+  };
+}
 
 /**
  * Inserts the events in order (seq follows chain order); returns how many were new. `afterChunk` runs
@@ -23,34 +55,7 @@ export async function insertEvents(
   let inserted = 0;
   for (let i = 0; i < events.length; i += chunk) {
     const part = events.slice(i, i + chunk);
-    const r = await tx.query(
-      `INSERT INTO events (id, partner_id, environment, product_id, event_type, dedupe_key, payload,
-         occurred_at, chain_id, block_number, block_hash, tx_hash, log_index)
-       SELECT id, partner_id, environment, product_id, event_type, dedupe_key, payload,
-         occurred_at::timestamptz, chain_id::bigint, block_number::bigint, block_hash, tx_hash,
-         log_index::integer
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-         $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
-         WITH ORDINALITY AS t(id, partner_id, environment, product_id, event_type, dedupe_key, payload,
-           occurred_at, chain_id, block_number, block_hash, tx_hash, log_index, ord)
-       ORDER BY ord
-       ON CONFLICT (dedupe_key) DO NOTHING`,
-      [
-        part.map(() => newId('evt')),
-        part.map((e) => e.partnerId),
-        part.map((e) => e.environment),
-        part.map((e) => e.productId),
-        part.map((e) => e.eventType),
-        part.map((e) => e.dedupeKey),
-        part.map((e) => e.payload),
-        part.map((e) => e.occurredAt.toISOString()),
-        part.map((e) => String(e.chainId)),
-        part.map((e) => e.blockNumber.toString()),
-        part.map((e) => e.blockHash),
-        part.map((e) => e.txHash),
-        part.map((e) => String(e.logIndex)),
-      ],
-    );
+    const r = await tx.query(INSERT_SQL, [JSON.stringify(part.map(row))]);
     inserted += r.rowCount;
     await options.afterChunk?.(i + part.length);
   }

@@ -222,6 +222,7 @@ export async function buildApp(deps: AppDeps) {
         names.set(c.chainId, c.name);
         if (!c.evm) nonEvmChains.add(c.chainId);
       }
+      cache.invalidate(); // cached bodies may name a chain by its placeholder
     },
     () => {}, // a chain runtime that fails to start is reported by the service, not here
   );
@@ -232,9 +233,9 @@ export async function buildApp(deps: AppDeps) {
     keys,
     redis: deps.redis,
     routes: [
-      productsRoutes({ products, snapshots, chainName }),
-      apyHistoryRoute({ products, snapshots, ...clock }),
-      feeStatsRoute({ products, snapshots, ...clock }),
+      productsRoutes({ cache, products, snapshots, chainName }),
+      apyHistoryRoute({ cache, products, snapshots, ...clock }),
+      feeStatsRoute({ cache, products, snapshots, ...clock }),
       yieldCalcRoute({ products, snapshots }),
       productHealthRoute({ products, chain }),
       positionRoute({ products, chain }),

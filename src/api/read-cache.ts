@@ -12,6 +12,8 @@ export interface ReadCache {
   get<T>(key: string, load: () => Promise<T>): Promise<T>;
   /** Reads the version now (tests; the poll does it in the background). */
   refresh(): Promise<void>;
+  /** Drops every entry: for a change the database does not see (the chains coming up). */
+  invalidate(): void;
   close(): void;
 }
 
@@ -66,9 +68,29 @@ export function createReadCache(
       return value;
     },
     refresh,
+    invalidate() {
+      entries.clear();
+    },
     close() {
       closed = true;
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Sends the JSON body cached under `key`, building and serialising it only on a miss: list
+ * endpoints then cost one lookup per request instead of formatting hundreds of amounts. The body is
+ * the same bytes the route's schema serialiser would produce (the tests check every response
+ * against the OpenAPI document).
+ */
+export async function sendCachedJson(
+  cache: ReadCache,
+  reply: { type(contentType: string): { send(payload: never): unknown } },
+  key: string,
+  build: () => Promise<unknown>,
+): Promise<void> {
+  const body = await cache.get(`body:${key}`, async () => JSON.stringify(await build()));
+  // `never`: the typed reply expects the schema's object; a pre-serialised string is sent as-is.
+  reply.type('application/json; charset=utf-8').send(body as never);
 }

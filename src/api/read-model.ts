@@ -4,6 +4,9 @@
  *
  * The first snapshot of a product has no previous day, so it has no APY and no daily figures; it
  * appears in neither apy-history nor fee-stats, and serves latest_metrics until the next day.
+ * The same holds for a PROVISIONAL row (written at activation, at the deployment block, replaced
+ * by the day's real row when the day closes): latest_metrics serves it (as_of_date = deployment
+ * day, APYs null), apy-history, fee-stats and yield-calc's latest APY never do.
  */
 import type { Queryable } from '../db/client.ts';
 
@@ -62,7 +65,8 @@ export function createSnapshotReads(db: Queryable) {
     async latestNetApy(productId: string): Promise<string | undefined> {
       const { rows } = await db.query<{ net_apy_for_user: string }>(
         `SELECT net_apy_for_user FROM daily_snapshots
-         WHERE product_id = $1 AND net_apy_for_user IS NOT NULL ORDER BY date DESC LIMIT 1`,
+         WHERE product_id = $1 AND net_apy_for_user IS NOT NULL AND NOT provisional
+         ORDER BY date DESC LIMIT 1`,
         [productId],
       );
       return rows[0]?.net_apy_for_user;
@@ -73,7 +77,7 @@ export function createSnapshotReads(db: Queryable) {
       const { rows } = await db.query<Row>(
         `SELECT ${COLUMNS} FROM daily_snapshots
          WHERE product_id = $1 AND date BETWEEN $2 AND $3
-           AND underlying_apy IS NOT NULL AND net_apy_for_user IS NOT NULL
+           AND underlying_apy IS NOT NULL AND net_apy_for_user IS NOT NULL AND NOT provisional
          ORDER BY date DESC`,
         [productId, from, to],
       );
@@ -85,7 +89,7 @@ export function createSnapshotReads(db: Queryable) {
       const { rows } = await db.query<Row>(
         `SELECT ${COLUMNS} FROM daily_snapshots
          WHERE product_id = $1 AND date BETWEEN $2 AND $3
-           AND daily_yield_assets IS NOT NULL AND net_apy_for_user IS NOT NULL
+           AND daily_yield_assets IS NOT NULL AND net_apy_for_user IS NOT NULL AND NOT provisional
          ORDER BY date ASC`,
         [productId, from, to],
       );

@@ -5,6 +5,7 @@ import { trailingDays } from '../date-range.ts';
 import { ApiError } from '../errors.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
+import { type ReadCache, sendCachedJson } from '../read-cache.ts';
 import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
@@ -28,6 +29,7 @@ export function parseDays(raw: string | undefined): number {
 }
 
 export function apyHistoryRoute(deps: {
+  cache: ReadCache;
   products: ProductsRepo;
   snapshots: SnapshotReads;
   now?: () => Date;
@@ -60,16 +62,19 @@ export function apyHistoryRoute(deps: {
           'deployed',
         );
         const { from, to } = trailingDays(days, now());
-        const rows = await deps.snapshots.apyHistory(product.id, from, to);
         reply.header('cache-control', 'private, max-age=300');
-        return {
-          success: true as const,
-          data: rows.slice(0, days).map((r) => ({
-            date: r.date,
-            underlying_apy: r.underlyingApy!,
-            net_apy_for_user: r.netApyForUser!,
-          })),
-        };
+        await sendCachedJson(deps.cache, reply, `apy:${product.id}:${from}:${to}`, async () => {
+          const rows = await deps.snapshots.apyHistory(product.id, from, to);
+          return {
+            success: true as const,
+            data: rows.slice(0, days).map((r) => ({
+              date: r.date,
+              underlying_apy: r.underlyingApy!,
+              net_apy_for_user: r.netApyForUser!,
+            })),
+          };
+        });
+        return reply;
       },
     );
   };

@@ -10,6 +10,7 @@ import { formatUnits } from '../../money/index.ts';
 import { feeStatsRange } from '../date-range.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
+import { type ReadCache, sendCachedJson } from '../read-cache.ts';
 import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
@@ -33,6 +34,7 @@ export const FeeStatsRow = Type.Object(
 );
 
 export function feeStatsRoute(deps: {
+  cache: ReadCache;
   products: ProductsRepo;
   snapshots: SnapshotReads;
   now?: () => Date;
@@ -69,21 +71,24 @@ export function feeStatsRoute(deps: {
           request.params.slug,
           'deployed',
         );
-        const rows = await deps.snapshots.feeStats(product.id, from, to);
-        const units = (v: bigint | null) => formatUnits(v ?? 0n, product.assetDecimals);
         reply.header('cache-control', 'private, max-age=300');
-        return {
-          success: true as const,
-          data: rows.map((r) => ({
-            date: r.date,
-            engine_total_assets: units(r.engineTotalAssets),
-            daily_yield_assets: units(r.dailyYieldAssets),
-            daily_partner_fee_earned: units(r.dailyPartnerFee),
-            daily_service_fee_earned: units(r.dailyServiceFee),
-            cumulative_partner_fee_earned: units(r.cumulativePartnerFee),
-            net_apy_for_user: r.netApyForUser!,
-          })),
-        };
+        await sendCachedJson(deps.cache, reply, `fees:${product.id}:${from}:${to}`, async () => {
+          const rows = await deps.snapshots.feeStats(product.id, from, to);
+          const units = (v: bigint | null) => formatUnits(v ?? 0n, product.assetDecimals);
+          return {
+            success: true as const,
+            data: rows.map((r) => ({
+              date: r.date,
+              engine_total_assets: units(r.engineTotalAssets),
+              daily_yield_assets: units(r.dailyYieldAssets),
+              daily_partner_fee_earned: units(r.dailyPartnerFee),
+              daily_service_fee_earned: units(r.dailyServiceFee),
+              cumulative_partner_fee_earned: units(r.cumulativePartnerFee),
+              net_apy_for_user: r.netApyForUser!,
+            })),
+          };
+        });
+        return reply;
       },
     );
   };

@@ -7,6 +7,7 @@ import type { Product as ProductRecord, ProductsRepo } from '../../db/products.t
 import { formatUnits } from '../../money/index.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
+import { type ReadCache, sendCachedJson } from '../read-cache.ts';
 import type { SnapshotReads, SnapshotView } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
@@ -57,6 +58,7 @@ export const Product = Type.Object(
 );
 
 export interface ProductsRouteDeps {
+  cache: ReadCache;
   products: ProductsRepo;
   snapshots: SnapshotReads;
   chainName: (chainId: number) => string;
@@ -97,13 +99,21 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
       { schema: { response: { 200: Ok(Type.Array(Product)) } } },
       async (request, reply) => {
         const caller = partnerOf(request);
-        const list = await deps.products.listForPartner(caller.partnerId, caller.environment);
-        const latest = await deps.snapshots.latestFor(list.map((p) => p.id));
         reply.header('cache-control', 'private, max-age=60');
-        return {
-          success: true as const,
-          data: list.map((p) => present(p, latest.get(p.id), deps.chainName)),
-        };
+        await sendCachedJson(
+          deps.cache,
+          reply,
+          `products:${caller.partnerId}:${caller.environment}`,
+          async () => {
+            const list = await deps.products.listForPartner(caller.partnerId, caller.environment);
+            const latest = await deps.snapshots.latestFor(list.map((p) => p.id));
+            return {
+              success: true as const,
+              data: list.map((p) => present(p, latest.get(p.id), deps.chainName)),
+            };
+          },
+        );
+        return reply;
       },
     );
 
@@ -120,9 +130,12 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
           request.params.slug,
           'any',
         );
-        const latest = await deps.snapshots.latestFor([p.id]);
         reply.header('cache-control', 'private, max-age=60');
-        return { success: true as const, data: present(p, latest.get(p.id), deps.chainName) };
+        await sendCachedJson(deps.cache, reply, `product:${p.id}`, async () => {
+          const latest = await deps.snapshots.latestFor([p.id]);
+          return { success: true as const, data: present(p, latest.get(p.id), deps.chainName) };
+        });
+        return reply;
       },
     );
   };

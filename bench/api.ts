@@ -1,0 +1,255 @@
+/**
+ * `npm run bench:api`: the partner API under load, beside a bare Fastify route, in one run.
+ *
+ * 1. Provisions a demo DATA_DIR: the service on the local chain (200 days), demo partners and keys,
+ *    the metrics processor's history; then stops it and adds keys, so that per-key rate limits are
+ *    not what is measured (each request rotates through 500 live keys).
+ * 2. Starts the service again with ROLES=api (the worker off, so it does not compete for the two
+ *    cores) and a bare Fastify server, each in its own process.
+ * 3. Drives each endpoint from this process with autocannon (50 connections, 10 s after a 2 s
+ *    warm-up) and samples the service's RSS every 100 ms.
+ * Prints req/s, p50, p99 and peak RSS per endpoint, and the ratio to the bare route. It measures;
+ * it fails only when the service answers errors.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { createApiKeysRepo } from '../src/db/api-keys.ts';
+import { createDatabase } from '../src/db/client.ts';
+import { createPartnersRepo } from '../src/db/partners.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = path.join(ROOT, 'bin/yield-service.mjs');
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = 50;
+const KEYS = 500;
+
+function start(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpExecArray; out: () => string }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: 'pipe' });
+  let out = '';
+  child.stderr?.on('data', (d) => {
+    out += d;
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`timed out waiting for ${ready}:\n${out.slice(-2000)}`)),
+      300_000,
+    );
+    child.stdout?.on('data', (d) => {
+      out += d;
+      const m = ready.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, match: m, out: () => out });
+      }
+    });
+    child.on('exit', (code) =>
+      reject(new Error(`exited ${code} before ${ready}:\n${out.slice(-2000)}`)),
+    );
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+interface Scenario {
+  name: string;
+  url: string;
+  paths: string[];
+  keyed: boolean;
+  pid: number;
+}
+
+async function run(s: Scenario, keys: string[]) {
+  let i = 0;
+  const requests = [
+    {
+      setupRequest: (req: { path: string; headers: Record<string, string> }) => {
+        req.path = s.paths[i % s.paths.length]!;
+        if (s.keyed) req.headers = { ...req.headers, 'x-api-key': keys[i % keys.length]! };
+        i++;
+        return req;
+      },
+    },
+  ];
+  const fire = (duration: number) =>
+    autocannon({ url: s.url, connections: CONNECTIONS, duration, requests } as autocannon.Options);
+  await fire(2); // warm-up: JIT, caches, connection pools
+  let peak = 0;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(s.pid));
+  }, 100);
+  const r = await fire(DURATION_S);
+  clearInterval(sampler);
+  peak = Math.max(peak, rssMb(s.pid));
+  return {
+    name: s.name,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    peakRssMb: peak,
+  };
+}
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-bench-api-'));
+const children: ChildProcess[] = [];
+try {
+  const env = { DATA_DIR: dataDir, PORT: '0', LOCAL_CHAIN_PORT: '0', LOG_LEVEL: 'warn' };
+  console.log('provisioning the demo (200-day local chain, metrics history)…');
+  const t0 = performance.now();
+  const first = await start(
+    [BIN, 'start'],
+    { ...env, LOG_LEVEL: 'info' },
+    /"msg":"daily snapshots written"/,
+  );
+  children.push(first.child);
+  await stop(first.child);
+  console.log(`  ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  const creds = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
+  const partner = creds.partners[0];
+  const db = await createDatabase({ engine: 'pglite', dataDir: path.join(dataDir, 'pglite') });
+  const keys: string[] = [partner.live.api_key];
+  try {
+    const p = (await createPartnersRepo(db).findByName(partner.name))!;
+    const repo = createApiKeysRepo(db);
+    while (keys.length < KEYS) keys.push((await repo.create(p.id, 'live', 'bench')).key);
+  } finally {
+    await db.close();
+  }
+
+  const api = await start([BIN, 'start'], { ...env, ROLES: 'api' }, /listening on (http:\/\/\S+)/);
+  children.push(api.child);
+  const base = api.match[1]!;
+  // The chain comes up after the server listens: wait until position answers.
+  const slug = partner.live.products.active as string;
+  for (let t = 0; t < 100; t++) {
+    const r = await fetch(`${base}/api/partner/products/${slug}/health`, {
+      headers: { 'x-api-key': keys[0]! },
+    });
+    if (r.status === 200) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const bare = await start(
+    ['--import', 'tsx', path.join(ROOT, 'bench/bare-server.ts')],
+    {},
+    /bare listening on (http:\/\/\S+)/,
+  );
+  children.push(bare.child);
+
+  const wallets = Array.from({ length: 1000 }, (_, i) =>
+    i < partner.live.wallets.length
+      ? (partner.live.wallets[i] as string)
+      : `0x${createHash('sha256').update(`wallet-${i}`).digest('hex').slice(0, 40)}`,
+  );
+  const apiPid = api.child.pid!;
+  const scenarios: Scenario[] = [
+    {
+      name: 'bare Fastify route',
+      url: bare.match[1]!,
+      paths: ['/bare'],
+      keyed: false,
+      pid: bare.child.pid!,
+    },
+    {
+      name: 'products list',
+      url: base,
+      paths: ['/api/partner/products'],
+      keyed: true,
+      pid: apiPid,
+    },
+    {
+      name: 'product detail',
+      url: base,
+      paths: [`/api/partner/products/${slug}`],
+      keyed: true,
+      pid: apiPid,
+    },
+    {
+      name: 'apy-history 180 d',
+      url: base,
+      paths: [`/api/partner/products/${slug}/apy-history?days=180`],
+      keyed: true,
+      pid: apiPid,
+    },
+    {
+      name: 'fee-stats 365 d',
+      url: base,
+      paths: [
+        `/api/partner/products/${slug}/fee-stats?start_date=${new Date(Date.now() - 365 * 86_400_000).toISOString().slice(0, 10)}&end_date=${new Date().toISOString().slice(0, 10)}`,
+      ],
+      keyed: true,
+      pid: apiPid,
+    },
+    {
+      name: 'yield-calc',
+      url: base,
+      paths: [`/api/partner/products/${slug}/yield-calc?amount=1000.5`],
+      keyed: true,
+      pid: apiPid,
+    },
+    {
+      name: 'health',
+      url: base,
+      paths: [`/api/partner/products/${slug}/health`],
+      keyed: true,
+      pid: apiPid,
+    },
+    {
+      name: 'position, 1,000 wallets',
+      url: base,
+      paths: wallets.map((w) => `/api/partner/products/${slug}/position?address=${w}`),
+      keyed: true,
+      pid: apiPid,
+    },
+  ];
+
+  const results = [];
+  for (const s of scenarios) {
+    const r = await run(s, keys);
+    results.push(r);
+    console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
+  }
+  const bareRps = results[0]!.rps;
+  console.log(
+    `\nnpm run bench:api — ${CONNECTIONS} connections, ${DURATION_S} s per endpoint, ${KEYS} keys, Node ${process.version}`,
+  );
+  console.log(
+    'endpoint                  req/s   ratio   p50 ms  p99 ms  peak RSS MB  non-2xx  errors',
+  );
+  for (const r of results) {
+    console.log(
+      `${r.name.padEnd(24)} ${String(Math.round(r.rps)).padStart(6)}  ${(r.rps / bareRps).toFixed(2).padStart(6)}  ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)}  ${r.peakRssMb.toFixed(0).padStart(11)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}`,
+    );
+  }
+  console.log(
+    '\ntargets: products list, apy-history 180 d, fee-stats 365 d >= 0.50 of bare with p99 < 25 ms; position >= 2,000 req/s; RSS < 300 MB',
+  );
+  const failed = results.filter((r) => r.non2xx > 0 || r.errors > 0);
+  if (failed.length) {
+    console.error(`errors answered by: ${failed.map((r) => r.name).join(', ')}`);
+    process.exitCode = 1;
+  }
+} finally {
+  for (const c of children) await stop(c).catch(() => {});
+  rmSync(dataDir, { recursive: true, force: true });
+}

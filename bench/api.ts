@@ -1,6 +1,7 @@
 /**
  * `npm run bench:api`: the partner API under load, beside a bare Fastify route, in one run.
  *
+ * Runs on PGlite, and on PostgreSQL too when TEST_DATABASE_URL (or DATABASE_URL) names a server.
  * 1. Provisions a demo DATA_DIR: the service on the local chain (200 days), demo partners and keys,
  *    the metrics processor's history; then stops it and adds keys, so that per-key rate limits are
  *    not what is measured (each request rotates through 500 live keys).
@@ -18,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { createApiKeysRepo } from '../src/db/api-keys.ts';
 import { createDatabase } from '../src/db/client.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
@@ -110,146 +112,189 @@ async function run(s: Scenario, keys: string[]) {
   };
 }
 
-const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-bench-api-'));
-const children: ChildProcess[] = [];
-try {
-  const env = { DATA_DIR: dataDir, PORT: '0', LOCAL_CHAIN_PORT: '0', LOG_LEVEL: 'warn' };
-  console.log('provisioning the demo (200-day local chain, metrics history)…');
-  const t0 = performance.now();
-  const first = await start(
-    [BIN, 'start'],
-    { ...env, LOG_LEVEL: 'info' },
-    /"msg":"daily snapshots written"/,
-  );
-  children.push(first.child);
-  await stop(first.child);
-  console.log(`  ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-
-  const creds = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
-  const partner = creds.partners[0];
-  const db = await createDatabase({ engine: 'pglite', dataDir: path.join(dataDir, 'pglite') });
-  const keys: string[] = [partner.live.api_key];
+async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-bench-api-'));
+  const children: ChildProcess[] = [];
+  const pg = engine === 'postgres' ? await createBenchDatabase() : undefined;
   try {
-    const p = (await createPartnersRepo(db).findByName(partner.name))!;
-    const repo = createApiKeysRepo(db);
-    while (keys.length < KEYS) keys.push((await repo.create(p.id, 'live', 'bench')).key);
-  } finally {
-    await db.close();
-  }
-
-  const api = await start([BIN, 'start'], { ...env, ROLES: 'api' }, /listening on (http:\/\/\S+)/);
-  children.push(api.child);
-  const base = api.match[1]!;
-  // The chain comes up after the server listens: wait until position answers.
-  const slug = partner.live.products.active as string;
-  for (let t = 0; t < 100; t++) {
-    const r = await fetch(`${base}/api/partner/products/${slug}/health`, {
-      headers: { 'x-api-key': keys[0]! },
-    });
-    if (r.status === 200) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  const bare = await start(
-    ['--import', 'tsx', path.join(ROOT, 'bench/bare-server.ts')],
-    {},
-    /bare listening on (http:\/\/\S+)/,
-  );
-  children.push(bare.child);
-
-  const wallets = Array.from({ length: 1000 }, (_, i) =>
-    i < partner.live.wallets.length
-      ? (partner.live.wallets[i] as string)
-      : `0x${createHash('sha256').update(`wallet-${i}`).digest('hex').slice(0, 40)}`,
-  );
-  const apiPid = api.child.pid!;
-  const scenarios: Scenario[] = [
-    {
-      name: 'bare Fastify route',
-      url: bare.match[1]!,
-      paths: ['/bare'],
-      keyed: false,
-      pid: bare.child.pid!,
-    },
-    {
-      name: 'products list',
-      url: base,
-      paths: ['/api/partner/products'],
-      keyed: true,
-      pid: apiPid,
-    },
-    {
-      name: 'product detail',
-      url: base,
-      paths: [`/api/partner/products/${slug}`],
-      keyed: true,
-      pid: apiPid,
-    },
-    {
-      name: 'apy-history 180 d',
-      url: base,
-      paths: [`/api/partner/products/${slug}/apy-history?days=180`],
-      keyed: true,
-      pid: apiPid,
-    },
-    {
-      name: 'fee-stats 365 d',
-      url: base,
-      paths: [
-        `/api/partner/products/${slug}/fee-stats?start_date=${new Date(Date.now() - 365 * 86_400_000).toISOString().slice(0, 10)}&end_date=${new Date().toISOString().slice(0, 10)}`,
-      ],
-      keyed: true,
-      pid: apiPid,
-    },
-    {
-      name: 'yield-calc',
-      url: base,
-      paths: [`/api/partner/products/${slug}/yield-calc?amount=1000.5`],
-      keyed: true,
-      pid: apiPid,
-    },
-    {
-      name: 'health',
-      url: base,
-      paths: [`/api/partner/products/${slug}/health`],
-      keyed: true,
-      pid: apiPid,
-    },
-    {
-      name: 'position, 1,000 wallets',
-      url: base,
-      paths: wallets.map((w) => `/api/partner/products/${slug}/position?address=${w}`),
-      keyed: true,
-      pid: apiPid,
-    },
-  ];
-
-  const results = [];
-  for (const s of scenarios) {
-    const r = await run(s, keys);
-    results.push(r);
-    console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
-  }
-  const bareRps = results[0]!.rps;
-  console.log(
-    `\nnpm run bench:api — ${CONNECTIONS} connections, ${DURATION_S} s per endpoint, ${KEYS} keys, Node ${process.version}`,
-  );
-  console.log(
-    'endpoint                  req/s   ratio   p50 ms  p99 ms  peak RSS MB  non-2xx  errors',
-  );
-  for (const r of results) {
-    console.log(
-      `${r.name.padEnd(24)} ${String(Math.round(r.rps)).padStart(6)}  ${(r.rps / bareRps).toFixed(2).padStart(6)}  ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)}  ${r.peakRssMb.toFixed(0).padStart(11)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}`,
+    const env = {
+      DATA_DIR: dataDir,
+      PORT: '0',
+      LOCAL_CHAIN_PORT: '0',
+      LOG_LEVEL: 'warn',
+      ...(pg ? { DATABASE_URL: pg.url } : {}),
+    };
+    console.log(`\n== ${engine} ==`);
+    console.log('provisioning the demo (200-day local chain, metrics history)…');
+    const t0 = performance.now();
+    const first = await start(
+      [BIN, 'start'],
+      { ...env, LOG_LEVEL: 'info' },
+      /"msg":"daily snapshots written"/,
     );
+    children.push(first.child);
+    await stop(first.child);
+    console.log(`  ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+    const creds = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
+    const partner = creds.partners[0];
+    const db = pg
+      ? await createDatabase({ engine: 'postgres', url: pg.url })
+      : await createDatabase({ engine: 'pglite', dataDir: path.join(dataDir, 'pglite') });
+    const keys: string[] = [partner.live.api_key];
+    try {
+      const p = (await createPartnersRepo(db).findByName(partner.name))!;
+      const repo = createApiKeysRepo(db);
+      while (keys.length < KEYS) keys.push((await repo.create(p.id, 'live', 'bench')).key);
+    } finally {
+      await db.close();
+    }
+
+    const api = await start(
+      [BIN, 'start'],
+      { ...env, ROLES: 'api' },
+      /listening on (http:\/\/\S+)/,
+    );
+    children.push(api.child);
+    const base = api.match[1]!;
+    // The chain comes up after the server listens: wait until position answers.
+    const slug = partner.live.products.active as string;
+    for (let t = 0; t < 100; t++) {
+      const r = await fetch(`${base}/api/partner/products/${slug}/health`, {
+        headers: { 'x-api-key': keys[0]! },
+      });
+      if (r.status === 200) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const bare = await start(
+      ['--import', 'tsx', path.join(ROOT, 'bench/bare-server.ts')],
+      {},
+      /bare listening on (http:\/\/\S+)/,
+    );
+    children.push(bare.child);
+
+    const wallets = Array.from({ length: 1000 }, (_, i) =>
+      i < partner.live.wallets.length
+        ? (partner.live.wallets[i] as string)
+        : `0x${createHash('sha256').update(`wallet-${i}`).digest('hex').slice(0, 40)}`,
+    );
+    const apiPid = api.child.pid!;
+    const scenarios: Scenario[] = [
+      {
+        name: 'bare Fastify route',
+        url: bare.match[1]!,
+        paths: ['/bare'],
+        keyed: false,
+        pid: bare.child.pid!,
+      },
+      {
+        name: 'products list',
+        url: base,
+        paths: ['/api/partner/products'],
+        keyed: true,
+        pid: apiPid,
+      },
+      {
+        name: 'product detail',
+        url: base,
+        paths: [`/api/partner/products/${slug}`],
+        keyed: true,
+        pid: apiPid,
+      },
+      {
+        name: 'apy-history 180 d',
+        url: base,
+        paths: [`/api/partner/products/${slug}/apy-history?days=180`],
+        keyed: true,
+        pid: apiPid,
+      },
+      {
+        name: 'fee-stats 365 d',
+        url: base,
+        paths: [
+          `/api/partner/products/${slug}/fee-stats?start_date=${new Date(Date.now() - 365 * 86_400_000).toISOString().slice(0, 10)}&end_date=${new Date().toISOString().slice(0, 10)}`,
+        ],
+        keyed: true,
+        pid: apiPid,
+      },
+      {
+        name: 'yield-calc',
+        url: base,
+        paths: [`/api/partner/products/${slug}/yield-calc?amount=1000.5`],
+        keyed: true,
+        pid: apiPid,
+      },
+      {
+        name: 'health',
+        url: base,
+        paths: [`/api/partner/products/${slug}/health`],
+        keyed: true,
+        pid: apiPid,
+      },
+      {
+        name: 'position, 1,000 wallets',
+        url: base,
+        paths: wallets.map((w) => `/api/partner/products/${slug}/position?address=${w}`),
+        keyed: true,
+        pid: apiPid,
+      },
+    ];
+
+    const results = [];
+    for (const s of scenarios) {
+      const r = await run(s, keys);
+      results.push(r);
+      console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
+    }
+    const bareRps = results[0]!.rps;
+    console.log(
+      `\nnpm run bench:api — ${CONNECTIONS} connections, ${DURATION_S} s per endpoint, ${KEYS} keys, Node ${process.version}`,
+    );
+    console.log(
+      'endpoint                  req/s   ratio   p50 ms  p99 ms  peak RSS MB  non-2xx  errors',
+    );
+    for (const r of results) {
+      console.log(
+        `${r.name.padEnd(24)} ${String(Math.round(r.rps)).padStart(6)}  ${(r.rps / bareRps).toFixed(2).padStart(6)}  ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)}  ${r.peakRssMb.toFixed(0).padStart(11)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}`,
+      );
+    }
+    console.log(
+      '\ntargets: products list, apy-history 180 d, fee-stats 365 d >= 0.50 of bare with p99 < 25 ms; position >= 2,000 req/s; RSS < 300 MB',
+    );
+    const failed = results.filter((r) => r.non2xx > 0 || r.errors > 0);
+    if (failed.length) {
+      console.error(`errors answered by: ${failed.map((r) => r.name).join(', ')}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    for (const c of children) await stop(c).catch(() => {});
+    rmSync(dataDir, { recursive: true, force: true });
+    await pg?.drop();
   }
-  console.log(
-    '\ntargets: products list, apy-history 180 d, fee-stats 365 d >= 0.50 of bare with p99 < 25 ms; position >= 2,000 req/s; RSS < 300 MB',
-  );
-  const failed = results.filter((r) => r.non2xx > 0 || r.errors > 0);
-  if (failed.length) {
-    console.error(`errors answered by: ${failed.map((r) => r.name).join(', ')}`);
-    process.exitCode = 1;
-  }
-} finally {
-  for (const c of children) await stop(c).catch(() => {});
-  rmSync(dataDir, { recursive: true, force: true });
 }
+
+/** A fresh PostgreSQL database for the PostgreSQL run, on the server TEST_DATABASE_URL names. */
+async function createBenchDatabase() {
+  const admin = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (!admin) throw new Error('no PostgreSQL URL');
+  const name = `pys_bench_${Date.now()}`;
+  const run = async (sql: string) => {
+    const c = new pg.Client({ connectionString: admin });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+// PGlite always; PostgreSQL too when a server is named. The API process holds PGlite's WASM heap
+// in its RSS, so the two runs differ mostly there.
+const engines: Array<'pglite' | 'postgres'> = ['pglite'];
+if (process.env.TEST_DATABASE_URL || process.env.DATABASE_URL) engines.push('postgres');
+for (const engine of engines) await benchEngine(engine);

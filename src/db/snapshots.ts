@@ -2,6 +2,12 @@
  * Repository of daily_snapshots: one row per product per UTC day, written once by the daily metrics
  * processor and read by the API (latest_metrics, apy-history, fee-stats). Amounts are bigint base
  * units, APYs the exact 6-place strings stored in numeric(30,6), dates 'YYYY-MM-DD'.
+ *
+ * A PROVISIONAL row (migration 0008) is the one exception to "written once": the lifecycle writes
+ * it for the deployment day when a product becomes active, from the chain state at the deployment
+ * block, so latest_metrics is never null for an active product. It has no APY and no daily
+ * figures, never covers its day for the processor (coverage, latestFinal), and the processor's
+ * real row for that day replaces it (insertMany). A real row is never replaced.
  */
 import type { Queryable } from './client.ts';
 
@@ -29,6 +35,8 @@ export interface Snapshot {
   dailyYieldAssets: bigint | null;
   dailyPartnerFee: bigint | null;
   dailyServiceFee: bigint | null;
+  /** Written at activation, replaced by the day's real row (absent: false). */
+  provisional?: boolean;
 }
 
 interface SnapshotRow {
@@ -49,6 +57,7 @@ interface SnapshotRow {
   daily_yield_assets: string | null;
   daily_partner_fee: string | null;
   daily_service_fee: string | null;
+  provisional: boolean;
 }
 
 const COLUMNS = [
@@ -69,10 +78,11 @@ const COLUMNS = [
   'daily_yield_assets',
   'daily_partner_fee',
   'daily_service_fee',
+  'provisional',
 ] as const;
 
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
-/** Rows per INSERT statement: 17 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** Rows per INSERT statement: 18 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -97,6 +107,7 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     dailyYieldAssets: bigOrNull(r.daily_yield_assets),
     dailyPartnerFee: bigOrNull(r.daily_partner_fee),
     dailyServiceFee: bigOrNull(r.daily_service_fee),
+    provisional: r.provisional,
   };
 }
 
@@ -120,15 +131,18 @@ function params(s: Snapshot): unknown[] {
     str(s.dailyYieldAssets),
     str(s.dailyPartnerFee),
     str(s.dailyServiceFee),
+    s.provisional ?? false,
   ];
 }
 
 export function createSnapshotsRepo(db: Queryable) {
   return {
     /**
-     * Inserts the rows whose (product, day) has none yet; an existing day is never changed (a rerun
-     * of a day is a no-op). Returns the keys `productId|date` of the rows actually inserted, so the
-     * caller emits a day's events only with the write that created the day.
+     * Inserts the rows whose (product, day) has none yet; an existing real day is never changed (a
+     * rerun of a day is a no-op). A real row replaces a PROVISIONAL row of its day; a provisional
+     * row never replaces anything. Returns the keys `productId|date` of the rows actually written
+     * (inserted or replacing a provisional one), so the caller emits a day's events only with the
+     * write that created the day's real row.
      */
     async insertMany(rows: readonly Snapshot[]): Promise<Set<string>> {
       const inserted = new Set<string>();
@@ -142,7 +156,12 @@ export function createSnapshotsRepo(db: Queryable) {
         });
         const { rows: done } = await db.query<{ product_id: string; date: string }>(
           `INSERT INTO daily_snapshots (${COLUMNS.join(', ')}) VALUES ${tuples.join(',')}
-           ON CONFLICT (product_id, date) DO NOTHING
+           ON CONFLICT (product_id, date) DO UPDATE SET
+             ${COLUMNS.filter((c) => c !== 'product_id' && c !== 'date')
+               .map((c) => `${c} = EXCLUDED.${c}`)
+               .join(', ')},
+             created_at = now()
+           WHERE daily_snapshots.provisional AND NOT EXCLUDED.provisional
            RETURNING product_id, date`,
           values,
         );
@@ -156,7 +175,24 @@ export function createSnapshotsRepo(db: Queryable) {
       return (await this.insertMany([row])).size === 1;
     },
 
-    /** The newest row of the product (latest_metrics). */
+    /**
+     * Writes `row` as the PROVISIONAL row of its day, unless the day has a row already (real or
+     * provisional); true when it was inserted.
+     */
+    async insertProvisional(row: Snapshot): Promise<boolean> {
+      return (await this.insertMany([{ ...row, provisional: true }])).size === 1;
+    },
+
+    /** The newest real (not provisional) row of the product: the processor's previous day. */
+    async latestFinal(productId: string): Promise<Snapshot | undefined> {
+      const { rows } = await db.query<SnapshotRow>(
+        `${SELECT} WHERE product_id = $1 AND NOT provisional ORDER BY date DESC LIMIT 1`,
+        [productId],
+      );
+      return rows[0] && toSnapshot(rows[0]);
+    },
+
+    /** The newest row of the product, provisional or not (latest_metrics). */
     async latest(productId: string): Promise<Snapshot | undefined> {
       const { rows } = await db.query<SnapshotRow>(
         `${SELECT} WHERE product_id = $1 ORDER BY date DESC LIMIT 1`,
@@ -183,10 +219,14 @@ export function createSnapshotsRepo(db: Queryable) {
       return rows.map(toSnapshot);
     },
 
-    /** Number of rows of the product and its newest day (the processor's resume point). */
+    /**
+     * Number of real rows of the product and its newest real day (the processor's resume point):
+     * a provisional row does not cover its day.
+     */
     async coverage(productId: string): Promise<{ count: number; latestDate: string | null }> {
       const { rows } = await db.query<{ count: string; latest: string | null }>(
-        `SELECT count(*) AS count, max(date) AS latest FROM daily_snapshots WHERE product_id = $1`,
+        `SELECT count(*) AS count, max(date) AS latest FROM daily_snapshots
+         WHERE product_id = $1 AND NOT provisional`,
         [productId],
       );
       return { count: Number(rows[0]?.count ?? 0), latestDate: rows[0]?.latest ?? null };

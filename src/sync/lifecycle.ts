@@ -12,9 +12,12 @@
  *    when the node does not know it, it has no receipt, and its nonce was taken by another
  *    transaction at a confirmed block (see resendOrForget). Once the receipt is
  *    `confirmationDepth` blocks deep, the product moves to `active` and its `product.deployed`
- *    event is stored in the same transaction. The first daily snapshot is not written here: the
- *    metrics processor backfills every day from `deployed_block` (DECISIONS: latest_metrics is
- *    null only while pending_deploy; the processor's next run fills it).
+ *    event and a PROVISIONAL snapshot of the deployment day are stored in the same transaction
+ *    (DECISIONS: latest_metrics is null only while pending_deploy; the first snapshot is written
+ *    when the product becomes active). That row holds the chain state at the deployment block,
+ *    no APY and no daily figures (src/sync/metrics/provisional.ts); the metrics processor
+ *    replaces it with the real row when the day closes and backfills every day from
+ *    `deployed_block`.
  * 2. Follows the chain for every deployed `active`/`paused` product, at the confirmed block
  *    (head − depth, so a shallow reorg cannot flip a status): engine `paused()` → chain reason,
  *    underlying vault `paused()` (when it has one) or `maxDeposit(engine) == 0` → upstream reason,
@@ -40,6 +43,7 @@ import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createLeasesRepo } from '../db/leases.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
+import { createSnapshotsRepo } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import {
@@ -50,6 +54,7 @@ import {
 } from './lifecycle/operator.ts';
 import { applyPauseReasons } from './lifecycle/status.ts';
 import { createDeployStore } from './lifecycle/store.ts';
+import { readProvisionalSnapshot } from './metrics/provisional.ts';
 
 export interface LifecycleOptions {
   db: Database;
@@ -200,6 +205,14 @@ export function createLifecycle(options: LifecycleOptions) {
       client.getBlock({ blockNumber: receipt.blockNumber }),
     ]);
     const at = new Date(Number(block.timestamp) * 1000);
+    // Read before the transaction: a failed read leaves the product pending for the next tick.
+    const firstSnapshot = await readProvisionalSnapshot(client, {
+      productId: p.id,
+      engine,
+      underlyingVault: p.underlyingVaultAddress,
+      blockNumber: receipt.blockNumber,
+      blockTimestamp: at,
+    });
     const moved = await db.transaction(async (tx) => {
       const ok = await createProductsRepo(tx).markDeployed(p.id, {
         engineAddress: engine,
@@ -224,6 +237,8 @@ export function createLifecycle(options: LifecycleOptions) {
         },
         occurredAt: at,
       });
+      // Unless the processor already wrote the day's real row (it never gives way to this one).
+      await createSnapshotsRepo(tx).insertProvisional(firstSnapshot);
       return true;
     });
     if (moved) {

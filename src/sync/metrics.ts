@@ -7,7 +7,10 @@
  * Everything comes from the chain (state reads at the boundary and the engine's own Deposit and
  * Withdraw logs), not from the events table, so the figures stay independent of the log indexer.
  * A day is written once: rerunning it changes nothing, and its alerts are stored in the same
- * transaction as its row, so a row without its alerts (or the reverse) is never visible.
+ * transaction as its row, so a row without its alerts (or the reverse) is never visible. The one
+ * row it replaces is the PROVISIONAL row the lifecycle writes for the deployment day at activation
+ * (src/db/snapshots.ts): such a row does not cover its day (coverage, latestFinal) and is never a
+ * previous day, so the deployment day is computed and written as if it were absent.
  */
 import type { AbiEvent } from 'viem';
 import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
@@ -53,7 +56,7 @@ export interface MetricsProcessorDeps {
 }
 
 export interface MetricsRunResult {
-  /** Snapshot rows inserted. */
+  /** Snapshot rows written (inserted, or replacing a provisional row). */
   written: number;
 }
 
@@ -164,18 +167,19 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     const firstDay = utcDate(await times.timestamp(deployedBlock));
     const plan: ProductPlan = { product, engine, deployedBlock, days: [], existing: new Map() };
     if (firstDay > lastDay) return plan;
+    // Real rows only: a provisional row neither covers its day nor serves as a previous day.
     const { count, latestDate } = await snapshots.coverage(product.id);
     if (latestDate === null) {
       plan.days = dayRange(firstDay, lastDay);
     } else if (count === daysBetween(firstDay, latestDate) + 1) {
       // The usual case: no holes, so only the days after the newest row are missing.
-      const latest = await snapshots.latest(product.id);
+      const latest = await snapshots.latestFinal(product.id);
       if (latest) plan.existing.set(latest.date, latest);
       plan.days = dayRange(addDays(latestDate, 1), lastDay);
     } else {
       // Holes (rows deleted by hand, say): fill every missing day, each against its previous day.
       for (const row of await snapshots.listRange(product.id, firstDay, lastDay)) {
-        plan.existing.set(row.date, row);
+        if (!row.provisional) plan.existing.set(row.date, row);
       }
       plan.days = dayRange(firstDay, lastDay).filter((d) => !plan.existing.has(d));
     }

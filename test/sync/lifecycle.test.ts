@@ -12,6 +12,7 @@ import {
   parseTransaction,
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSnapshotReads } from '../../src/api/read-model.ts';
 import { createSyncClient } from '../../src/chain/chains.ts';
 import { engineConstructorArgs } from '../../src/chain/deploy.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
@@ -19,6 +20,7 @@ import { yieldEngineBytecode } from '../../src/chain/generated/YieldEngine.ts';
 import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { createSnapshotsRepo } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
 import { operatorWallet } from '../../src/sync/lifecycle/operator.ts';
@@ -131,6 +133,54 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     expect(product.deployedBlock).toBe(receipt.blockNumber);
     expect(product.shareDecimals).toBe(12); // asset 6 + the engine's offset 6
     const block = await client.getBlock({ blockNumber: receipt.blockNumber });
+
+    // Active with its first snapshot at once: provisional, at the deployment block (DECISIONS:
+    // latest_metrics is null only while pending_deploy).
+    const deployDay = new Date(Number(block.timestamp) * 1000).toISOString().slice(0, 10);
+    const [uAssets, uSupply] = await Promise.all(
+      (['totalAssets', 'totalSupply'] as const).map((functionName) =>
+        client.readContract({
+          address: fx.syncVault,
+          abi: yieldVaultAbi,
+          functionName,
+          blockNumber: receipt.blockNumber,
+        }),
+      ),
+    );
+    const rows = await createSnapshotsRepo(t.db).listRange(product.id, '2000-01-01', '2100-01-01');
+    expect(rows).toEqual([
+      {
+        productId: product.id,
+        date: deployDay,
+        blockNumber: receipt.blockNumber,
+        blockTimestamp: new Date(Number(block.timestamp) * 1000),
+        engineTotalAssets: 0n,
+        engineTotalSupply: 0n,
+        underlyingTotalAssets: uAssets,
+        underlyingTotalSupply: uSupply,
+        serviceFeeAssetsTotal: 0n,
+        partnerFeeAssetsTotal: 0n,
+        depositsAssets: 0n,
+        withdrawalsAssets: 0n,
+        underlyingApy: null,
+        netApyForUser: null,
+        dailyYieldAssets: null,
+        dailyPartnerFee: null,
+        dailyServiceFee: null,
+        provisional: true,
+      },
+    ]);
+    // What the API reads: latest_metrics has it; apy-history and fee-stats do not.
+    const reads = createSnapshotReads(t.db);
+    expect((await reads.latestFor([product.id])).get(product.id)).toMatchObject({
+      date: deployDay,
+      engineTotalAssets: 0n,
+      underlyingApy: null,
+      netApyForUser: null,
+    });
+    expect(await reads.apyHistory(product.id, '2000-01-01', '2100-01-01')).toEqual([]);
+    expect(await reads.feeStats(product.id, '2000-01-01', '2100-01-01')).toEqual([]);
+    expect(await reads.latestNetApy(product.id)).toBeUndefined();
 
     await mine(1);
     await restarted.tick();
@@ -359,6 +409,8 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       expect(after.status).toBe('active');
       expect(after.engineAddress).toMatch(/^0x[0-9a-fA-F]{40}$/);
       engines.add(after.engineAddress!);
+      const first = await createSnapshotsRepo(t.db).latest(p.id);
+      expect(first).toMatchObject({ provisional: true, blockNumber: after.deployedBlock });
     }
     expect(engines.size).toBe(3); // each its own engine
   });

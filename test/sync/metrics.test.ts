@@ -9,6 +9,7 @@
 import { Decimal } from 'decimal.js';
 import { type Address, decodeEventLog } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSnapshotReads } from '../../src/api/read-model.ts';
 import { createSyncClient } from '../../src/chain/chains.ts';
 import { createChainPublicClient } from '../../src/chain/clients.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
@@ -17,6 +18,7 @@ import { createEventsRepo } from '../../src/db/events.ts';
 import type { Product } from '../../src/db/products.ts';
 import { createSnapshotsRepo, type Snapshot } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
+import { readProvisionalSnapshot } from '../../src/sync/metrics/provisional.ts';
 import { createMetricsProcessor } from '../../src/sync/metrics.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { type LocalHistory, provisionEngines, startHistory } from './metrics-helpers.ts';
@@ -292,6 +294,63 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
       expect(first.written).toBe(products.length * 13); // deployment day + 12 history days
       await processor(other.db).runOnce();
       expect(await dump(other.db)).toEqual(await dump(test.db));
+    } finally {
+      await other.drop();
+    }
+  });
+
+  it('replaces the provisional deployment-day row with the real one, and never a real row', async () => {
+    const other = await freshDatabase(engine);
+    try {
+      const ps = await setup(other.db);
+      const client = createSyncClient(history.chain);
+      const repo = createSnapshotsRepo(other.db);
+      const reads = createSnapshotReads(other.db);
+      const deployDay = isoDay(history.deployment.genesisTimestamp);
+      // What the lifecycle writes at activation: the deployment day at the deployment block.
+      for (const p of ps) {
+        const block = await client.getBlock({ blockNumber: p.deployedBlock! });
+        const row = await readProvisionalSnapshot(client, {
+          productId: p.id,
+          engine: p.engineAddress as Address,
+          underlyingVault: p.underlyingVaultAddress,
+          blockNumber: p.deployedBlock!,
+          blockTimestamp: new Date(Number(block.timestamp) * 1000),
+        });
+        expect(row).toMatchObject({ date: deployDay, provisional: true, netApyForUser: null });
+        expect(await repo.insertProvisional(row)).toBe(true);
+        expect(await repo.insertProvisional(row)).toBe(false); // once
+      }
+      const p0 = ps[0]!;
+      expect((await reads.latestFor([p0.id])).get(p0.id)).toMatchObject({
+        date: deployDay,
+        underlyingApy: null,
+        netApyForUser: null,
+      });
+      expect(await reads.apyHistory(p0.id, '2000-01-01', '2100-01-01')).toEqual([]);
+      expect(await reads.feeStats(p0.id, '2000-01-01', '2100-01-01')).toEqual([]);
+
+      // While the deployment day is open the processor writes nothing; the row stays.
+      const sameDay = new Date((history.deployment.genesisTimestamp + 1800) * 1000);
+      expect((await processor(other.db, () => sameDay).runOnce()).written).toBe(0);
+      expect((await repo.latest(p0.id))?.provisional).toBe(true);
+
+      // Once it closes, the real row replaces it: a provisional row covers no day and is no
+      // previous day, so every row (and every APY after it) equals a run that never had one.
+      const mid = new Date((history.deployment.historyStartTimestamp + 12 * 86_400 + 5) * 1000);
+      expect((await processor(other.db, () => mid).runOnce()).written).toBe(ps.length * 13);
+      const real = (await repo.listRange(p0.id, deployDay, deployDay))[0]!;
+      expect(real.provisional).toBe(false);
+      await processor(other.db).runOnce();
+      expect(await dump(other.db)).toEqual(await dump(test.db));
+
+      // A real row is never replaced: not by a provisional one, not by another real one.
+      const before = await dump(other.db);
+      expect(await repo.insertProvisional({ ...real, engineTotalAssets: 1n })).toBe(false);
+      const changed = { ...real, engineTotalAssets: real.engineTotalAssets + 1n };
+      expect((await repo.insertMany([changed])).size).toBe(0);
+      expect((await processor(other.db).runOnce()).written).toBe(0);
+      expect(await dump(other.db)).toEqual(before);
     } finally {
       await other.drop();
     }

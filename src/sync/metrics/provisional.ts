@@ -1,0 +1,106 @@
+/**
+ * The provisional snapshot a product gets when it becomes active (DECISIONS: latest_metrics is null
+ * only while pending_deploy; the first snapshot is written when the product becomes active). The
+ * lifecycle writes it in the same transaction as the move to `active` and `product.deployed`.
+ *
+ * It is the deployment day's row at the DEPLOYMENT block, read with the same calls as the daily
+ * boundary reads (metrics.ts readBoundary): engine accountingSnapshot (total assets; supply plus
+ * pending fee shares), the cumulative fee counters, the underlying vault's totalAssets and
+ * totalSupply. Right after deployment the engine is empty, so its figures are typically 0.
+ * - APYs are null: there is no previous day (as on any first day).
+ * - Daily figures (yield and fees of the day) are null, not 0: the day is not over, and a 0 would
+ *   read as a measured quiet day. fee-stats lists only rows with daily figures, so it never shows
+ *   this row. Flows (deposits, withdrawals) are 0: none before the deployment block.
+ * - `provisional` is true: the metrics processor replaces the row with the real one when the day
+ *   closes, and never treats it as covering its day or as a previous day.
+ */
+import type { SyncPublicClient } from '../../chain/chains.ts';
+import { yieldEngineAbi, yieldVaultAbi } from '../../chain/generated/index.ts';
+import type { Snapshot } from '../../db/snapshots.ts';
+import type { BoundaryReads } from './compute.ts';
+
+/** The provisional row of `date` from the reads at the deployment block. Pure. */
+export function provisionalSnapshot(
+  productId: string,
+  date: string,
+  reads: BoundaryReads,
+): Snapshot {
+  return {
+    productId,
+    date,
+    blockNumber: reads.blockNumber,
+    blockTimestamp: reads.blockTimestamp,
+    engineTotalAssets: reads.engineAssets,
+    engineTotalSupply: reads.engineSupply + reads.engineFeeShares,
+    underlyingTotalAssets: reads.underlyingAssets,
+    underlyingTotalSupply: reads.underlyingSupply,
+    serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
+    partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
+    depositsAssets: 0n,
+    withdrawalsAssets: 0n,
+    underlyingApy: null,
+    netApyForUser: null,
+    dailyYieldAssets: null,
+    dailyPartnerFee: null,
+    dailyServiceFee: null,
+    provisional: true,
+  };
+}
+
+/** Reads the chain at the deployment block and builds the provisional row of its UTC day. */
+export async function readProvisionalSnapshot(
+  client: SyncPublicClient,
+  args: {
+    productId: string;
+    engine: `0x${string}`;
+    underlyingVault: `0x${string}`;
+    blockNumber: bigint;
+    blockTimestamp: Date;
+  },
+): Promise<Snapshot> {
+  const { engine, underlyingVault: vault, blockNumber } = args;
+  const [snapshot, serviceTotal, partnerTotal, uAssets, uSupply] = await Promise.all([
+    client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'accountingSnapshot',
+      blockNumber,
+    }),
+    client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'serviceFeeAssetsTotal',
+      blockNumber,
+    }),
+    client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'partnerFeeAssetsTotal',
+      blockNumber,
+    }),
+    client.readContract({
+      address: vault,
+      abi: yieldVaultAbi,
+      functionName: 'totalAssets',
+      blockNumber,
+    }),
+    client.readContract({
+      address: vault,
+      abi: yieldVaultAbi,
+      functionName: 'totalSupply',
+      blockNumber,
+    }),
+  ]);
+  const [assets, supply, feeShares] = snapshot;
+  return provisionalSnapshot(args.productId, args.blockTimestamp.toISOString().slice(0, 10), {
+    blockNumber,
+    blockTimestamp: args.blockTimestamp,
+    engineAssets: assets,
+    engineSupply: supply,
+    engineFeeShares: feeShares,
+    underlyingAssets: uAssets,
+    underlyingSupply: uSupply,
+    serviceFeeAssetsTotal: serviceTotal,
+    partnerFeeAssetsTotal: partnerTotal,
+  });
+}

@@ -466,4 +466,60 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     expect(await operatorNonce()).toBe(nonceBefore + 1);
     expect(captured.lines().filter((l) => l.includes('deploying anew'))).toEqual([]);
   });
+  it('redoes a recorded deployment only once another transaction took its nonce at depth', async () => {
+    const repo = createProductsRepo(t.db);
+    const store = createDeployStore(t.db);
+    const lost = await repo.create({
+      ...product,
+      slug: `lost-${engine}`,
+      underlyingVaultAddress: fx.syncVault,
+      assetAddress: fx.asset,
+      serviceFeeRecipient: SERVICE,
+      partnerFeeRecipient: PARTNER,
+      deployed: undefined,
+    });
+    // Signed and recorded, never sent (a crash); then the operator account uses that nonce for
+    // something else.
+    const wallet = operatorWallet(chain())!;
+    const request = await wallet.prepareTransactionRequest({
+      data: encodeDeployData({
+        abi: yieldEngineAbi,
+        bytecode: yieldEngineBytecode,
+        args: engineConstructorArgs({
+          asset: fx.asset,
+          underlyingVault: fx.syncVault,
+          name: 'Lost',
+          symbol: 'yL',
+          serviceFeeRecipient: SERVICE,
+          partnerFeeRecipient: PARTNER,
+          serviceFeeBps: 500,
+          partnerFeeBps: 1000,
+          operator: OPERATOR,
+        }),
+      }),
+    });
+    const raw = await wallet.signTransaction(request);
+    const hash = keccak256(raw);
+    expect(await store.recordSigned(lost.id, hash, raw)).toBe(true);
+    const nonceBefore = await operatorNonce();
+    expect(parseTransaction(raw).nonce).toBe(nonceBefore);
+    await send(fx, OPERATOR, SERVICE, '0x'); // takes the nonce, in the newest block
+
+    const captured = captureLogger('info');
+    const worker = lifecycle('worker-1', captured.logger);
+    await worker.tick(); // the nonce is used, but not yet at depth: kept
+    expect((await repo.getById(lost.id))?.deployTxHash).toBe(hash);
+    await mine(2);
+    await worker.tick(); // used at a confirmed block and still no receipt: forgotten
+    expect((await repo.getById(lost.id))?.deployTxHash).toBeNull();
+    expect(captured.lines().filter((l) => l.includes('deploying anew'))).toHaveLength(1);
+
+    await worker.tick(); // deploys anew, with the next nonce
+    const again = (await repo.getById(lost.id))?.deployTxHash;
+    expect(again).toMatch(/^0x/);
+    expect(again).not.toBe(hash);
+    await mine(3);
+    expect((await worker.tick()).deployed).toEqual([`lost-${engine}`]);
+    expect(await operatorNonce()).toBe(nonceBefore + 2); // the other transaction and one engine
+  });
 });

@@ -7,6 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseCidrList } from './webhooks/address-policy.ts';
+import { parseMasterKey } from './webhooks/secret-box.ts';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -24,6 +26,8 @@ interface Setting<T> {
   default?: string;
   /** Rendered in the README in place of the raw default. */
   defaultNote?: string;
+  /** Never echoed in an error line (a key or a URL that may carry a password). */
+  secret?: boolean;
 }
 
 const integer =
@@ -149,6 +153,30 @@ const settings = {
     parse: integer(2, 730),
     default: '200',
   },
+  MASTER_KEY: {
+    describe:
+      'Key that encrypts webhook secrets at rest (AES-256-GCM). Every process sharing a database needs the same one. Unset: created once in `DATA_DIR/master.key` (mode 0600).',
+    expects: '64 hex characters or the base64 of 32 bytes',
+    parse: (raw) => {
+      parseMasterKey(raw);
+      return raw;
+    },
+    secret: true,
+  },
+  WEBHOOK_ALLOWED_CIDRS: {
+    describe:
+      'Comma-separated CIDRs that outbound webhooks may reach although they are not public (loopback, private…): for development and tests only.',
+    expects: 'a comma-separated list of CIDRs such as 127.0.0.0/8,::1/128',
+    parse: (raw) => parseCidrList(raw),
+    default: '',
+    defaultNote: 'none',
+  },
+  WEBHOOK_CA_FILE: {
+    describe:
+      'PEM file of extra certificate authorities that outbound webhooks trust besides the system ones (a development or test CA).',
+    expects: 'a path to a readable PEM file',
+    parse: nonEmpty,
+  },
   DEMO: {
     describe:
       'With the local chain, provision the demo partners, products and keys on a fresh database.',
@@ -252,8 +280,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     try {
       out[name] = s.parse(raw.trim());
     } catch {
-      // Never echo a URL back: it may carry a password.
-      const shown = name.endsWith('_URL') ? '' : ` (got "${raw}")`;
+      // Never echo a URL (it may carry a password) or a key back.
+      const shown = name.endsWith('_URL') || s.secret ? '' : ` (got "${raw}")`;
       throw new ConfigError(`${name}: expected ${s.expects}${shown}`);
     }
   }

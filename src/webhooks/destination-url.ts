@@ -1,0 +1,28 @@
+/**
+ * Validation of a destination URL when it is added: HTTPS only (plain HTTP is never delivered to),
+ * a host, no credentials, no fragment. Whether the host may be reached is decided at send time, on
+ * the addresses it resolves to then (see address-policy.ts).
+ */
+export class DestinationUrlError extends Error {
+  override name = 'DestinationUrlError';
+}
+
+export function parseDestinationUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new DestinationUrlError(`"${raw}" is not a URL`);
+  }
+  if (url.protocol !== 'https:') {
+    throw new DestinationUrlError(
+      `webhook destinations must be https:// URLs (got ${url.protocol.replace(/:$/, '')}); plain HTTP is never delivered to`,
+    );
+  }
+  if (!url.hostname) throw new DestinationUrlError('the URL has no host');
+  if (url.username || url.password) {
+    throw new DestinationUrlError('the URL must not carry credentials; use the signature instead');
+  }
+  if (url.hash) throw new DestinationUrlError('the URL must not have a #fragment');
+  return url;
+}

@@ -17,6 +17,7 @@ import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
 import { writeDemoCredentials } from './sync/demo-credentials.ts';
 import { buildWorkerJobs } from './sync/worker-jobs.ts';
+import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
 
 export interface RunningService {
@@ -50,6 +51,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     }
   });
   const db = deferredDatabase(config.DATABASE_URL ? 'postgres' : 'pglite', opening);
+  // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
+  const secretBox = createSecretBox(masterKeyFor(config));
   const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
@@ -61,7 +64,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       provideChains = resolve;
     });
     if (config.ROLES.includes('api')) {
-      app = await buildApp({ db, logger, redis, chains: apiChains });
+      app = await buildApp({ db, logger, redis, chains: apiChains, secretBox });
       await app.listen({ host: config.HOST, port: config.PORT });
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -13,6 +13,7 @@ import type { Database } from '../db/client.ts';
 import { createProductsRepo, type ProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createChainReader } from './chain-reader.ts';
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts';
 import { hashApiKey } from './keys.ts';
@@ -48,6 +49,8 @@ export interface AppDeps {
   readCache?: { pollMs?: number };
   /** Clock of the date-window endpoints (tests pin it). */
   now?: () => Date;
+  /** Decrypts the partners' inbound webhook secrets. Without it every inbound request is refused. */
+  secretBox?: SecretBox;
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024;

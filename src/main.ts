@@ -17,6 +17,8 @@ import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
 import { writeDemoCredentials } from './sync/demo-credentials.ts';
 import { buildWorkerJobs } from './sync/worker-jobs.ts';
+import { createDispatcher } from './webhooks/dispatcher.ts';
+import { createConfiguredSender } from './webhooks/from-config.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
 
@@ -53,6 +55,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const db = deferredDatabase(config.DATABASE_URL ? 'postgres' : 'pglite', opening);
   // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
   const secretBox = createSecretBox(masterKeyFor(config));
+  const sender = createConfiguredSender(config);
   const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
@@ -92,7 +95,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       const local = runtime.local;
       if (!stopRequested && config.DEMO && local) {
         const client = runtime.clients.get(local.deployment.chainId)!;
-        const demo = await provisionDemo({ db, logger, deployment: local.deployment, client });
+        const demo = await provisionDemo({
+          db,
+          logger,
+          deployment: local.deployment,
+          client,
+          secretBox,
+        });
         if (demo.provisioned) {
           const file = writeDemoCredentials(config.DATA_DIR, {
             base_url: url ?? `http://${config.HOST}:${config.PORT}`,
@@ -103,7 +112,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         }
       }
       if (!stopRequested && config.ROLES.includes('worker')) {
-        worker = createWorker(buildWorkerJobs({ db, logger, runtime }), logger);
+        const dispatcher = createDispatcher({ db, logger, sender, secretBox });
+        worker = createWorker(
+          [...buildWorkerJobs({ db, logger, runtime }), dispatcher.job()],
+          logger,
+        );
         worker.start();
       }
       return { chains: runtime.chains, localRpcUrl: local?.anvil.rpcUrl };
@@ -122,6 +135,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           // still starting cannot be interrupted: wait for it, then stop it.
           await Promise.all([app?.close(), ready.catch(() => {})]);
           await worker?.stop();
+          await sender.close();
           await runtime?.stop();
           await Promise.all([db.close(), redis?.quit()]);
         })();
@@ -129,7 +143,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       },
     };
   } catch (err) {
-    await Promise.allSettled([app?.close(), worker?.stop()]);
+    await Promise.allSettled([app?.close(), worker?.stop(), sender.close()]);
     await db.close().catch(() => {});
     redis?.disconnect();
     throw err;

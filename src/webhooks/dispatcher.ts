@@ -1,0 +1,222 @@
+/**
+ * The webhook dispatcher (worker role): claims due deliveries from the queue, signs and sends each
+ * with a bounded number in flight, and records the outcomes in batches. Several dispatchers (in one
+ * or many processes) can share a database; the queue's claim protocol keeps them from sending the
+ * same attempt twice (see delivery-queue.ts).
+ *
+ * Schedule: attempt 1 at once, attempt 2 about 60 s after the first fails, attempt 3 about 10 min
+ * after the second, each delay with ±10 % jitter so a receiver's outage does not come back as one
+ * burst; then `failed`.
+ */
+import type { Queryable } from '../db/client.ts';
+import type { Logger } from '../logger.ts';
+import type { Job } from '../worker/runner.ts';
+import {
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  createDeliveryQueue,
+  MAX_ATTEMPTS,
+} from './delivery-queue.ts';
+import type { SecretBox } from './secret-box.ts';
+import type { Sender, SendResult } from './sender.ts';
+import { signPayload } from './signature.ts';
+
+export interface DispatcherOptions {
+  db: Queryable;
+  logger: Logger;
+  sender: Sender;
+  secretBox: SecretBox;
+  /** Delays before attempts 2 and 3. */
+  retryDelaysMs?: readonly [number, number];
+  /** ± fraction of each delay drawn at random. */
+  jitter?: number;
+  /**
+   * How long a claimed attempt stays leased: longer than the send timeout, so a live worker always
+   * records first; after it, a dead worker's attempt is taken over as the next one.
+   */
+  leaseMs?: number;
+  /** Sends in flight at most. */
+  concurrency?: number;
+  /** How often an idle dispatcher looks for due deliveries. */
+  pollMs?: number;
+  /** Called after each recorded outcome (tests and the benchmark observe deliveries with it). */
+  onOutcome?: (delivery: ClaimedDelivery, result: SendResult) => void;
+}
+
+export const DEFAULT_RETRY_DELAYS_MS = [60_000, 600_000] as const;
+export const DEFAULT_LEASE_MS = 30_000;
+
+/** Delay before the attempt after `attempt`, with jitter. */
+export function retryDelay(
+  attempt: number,
+  delays: readonly [number, number] = DEFAULT_RETRY_DELAYS_MS,
+  jitter = 0.1,
+  random: () => number = Math.random,
+): number {
+  const base = delays[Math.min(attempt, delays.length) - 1] ?? delays[delays.length - 1] ?? 0;
+  return Math.round(base * (1 + jitter * (2 * random() - 1)));
+}
+
+const RECORD_BATCH = 200;
+const RECORD_EVERY_MS = 10;
+
+export function createDispatcher(options: DispatcherOptions) {
+  const { db, logger, sender, secretBox } = options;
+  const queue = createDeliveryQueue(db);
+  const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+  const jitter = options.jitter ?? 0.1;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const concurrency = options.concurrency ?? 64;
+  const pollMs = options.pollMs ?? 50;
+
+  // Decrypted signing secrets by destination, re-decrypted when the ciphertext changes (rotation).
+  const secrets = new Map<string, { ciphertext: string; secret: string }>();
+  const secretOf = (d: ClaimedDelivery) => {
+    const cached = secrets.get(d.destinationId);
+    if (cached?.ciphertext === d.secretCiphertext) return cached.secret;
+    const secret = secretBox.decrypt(d.secretCiphertext, `webhook_destination:${d.destinationId}`);
+    secrets.set(d.destinationId, { ciphertext: d.secretCiphertext, secret });
+    return secret;
+  };
+
+  let stopped = false;
+  let inFlight = 0;
+  const outcomes: Array<{
+    delivery: ClaimedDelivery;
+    outcome: AttemptOutcome;
+    result: SendResult;
+  }> = [];
+  let wake: (() => void) | undefined;
+  const nudge = () => {
+    wake?.();
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  const outcomeOf = (d: ClaimedDelivery, r: SendResult): AttemptOutcome => ({
+    id: d.id,
+    attempt: d.attempt,
+    ok: r.ok,
+    statusCode: r.statusCode,
+    bodyExcerpt: r.bodyExcerpt,
+    error: r.error,
+    retryInMs: r.ok || d.attempt >= MAX_ATTEMPTS ? 0 : retryDelay(d.attempt, delays, jitter),
+  });
+
+  const deliver = async (d: ClaimedDelivery) => {
+    let result: SendResult;
+    try {
+      result = await sender.send({
+        url: d.url,
+        eventType: d.eventType,
+        body: d.payload,
+        signature: signPayload(secretOf(d), d.payload),
+      });
+    } catch (err) {
+      // The sender never throws; a secret that does not decrypt does. Count it as a failure.
+      result = {
+        ok: false,
+        statusCode: null,
+        bodyExcerpt: null,
+        error: err instanceof Error ? err.message : String(err),
+        durationMs: 0,
+      };
+    }
+    outcomes.push({ delivery: d, outcome: outcomeOf(d, result), result });
+    inFlight--;
+    nudge();
+  };
+
+  let lastFlush = 0;
+  const flush = async () => {
+    if (outcomes.length === 0) return;
+    const batch = outcomes.splice(0, outcomes.length);
+    lastFlush = Date.now();
+    try {
+      await queue.record(batch.map((b) => b.outcome));
+    } catch (err) {
+      // Not recorded: the leases run out and the next attempts go out then. Nothing is lost.
+      logger.error({ err, count: batch.length }, 'webhook outcomes not recorded');
+      return;
+    }
+    for (const b of batch) {
+      if (!b.result.ok) {
+        logger.warn(
+          {
+            delivery: b.delivery.id,
+            event: b.delivery.eventId,
+            attempt: b.delivery.attempt,
+            status: b.result.statusCode,
+            error: b.result.error,
+          },
+          b.delivery.attempt >= MAX_ATTEMPTS ? 'webhook delivery failed' : 'webhook attempt failed',
+        );
+      }
+      options.onOutcome?.(b.delivery, b.result);
+    }
+  };
+
+  let lastAbandonedSweep = 0;
+  const loop = async () => {
+    while (!stopped) {
+      try {
+        if (
+          outcomes.length >= RECORD_BATCH ||
+          (outcomes.length > 0 && Date.now() - lastFlush >= RECORD_EVERY_MS)
+        ) {
+          await flush();
+        }
+        if (Date.now() - lastAbandonedSweep > leaseMs / 2) {
+          lastAbandonedSweep = Date.now();
+          await queue.failAbandoned();
+        }
+        const room = concurrency - inFlight;
+        let claimed: ClaimedDelivery[] = [];
+        // Claim in chunks, not one by one, when at least half the room is free.
+        if (room > 0 && (room >= concurrency / 2 || inFlight === 0)) {
+          claimed = await queue.claim(room, leaseMs);
+          for (const d of claimed) {
+            inFlight++;
+            void deliver(d);
+          }
+        }
+        if (claimed.length === 0) {
+          await sleep(inFlight > 0 || outcomes.length > 0 ? RECORD_EVERY_MS : pollMs);
+        }
+      } catch (err) {
+        if (stopped) break;
+        logger.error({ err }, 'webhook dispatcher tick failed');
+        await sleep(Math.max(pollMs, 1_000));
+      }
+    }
+  };
+
+  let running: Promise<void> | undefined;
+  return {
+    job(): Job {
+      return {
+        name: 'webhooks',
+        start() {
+          running ??= loop();
+        },
+        async stop() {
+          stopped = true;
+          nudge();
+          await running;
+          // Let the attempts in flight finish (the sender's own timeout bounds them) and record
+          // them, so a clean stop leaves no lease to wait out.
+          while (inFlight > 0) await sleep(RECORD_EVERY_MS);
+          await flush();
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,292 @@
+/**
+ * The dispatcher against real HTTPS receivers (test CA, loopback allow-listed) on every engine:
+ * what a receiver gets and can verify, the retry schedule to `failed`, a receiver slower than the
+ * 10 s limit, event-type filters, and rotation.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/client.ts';
+import { createEventsRepo } from '../../src/db/events.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
+import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
+import { createDispatcher, retryDelay } from '../../src/webhooks/dispatcher.ts';
+import { createSecretBox } from '../../src/webhooks/secret-box.ts';
+import { createSender, type Sender } from '../../src/webhooks/sender.ts';
+import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+import { startHttpsReceiver, testCaPem } from '../helpers/https-receiver.ts';
+import { captureLogger } from '../helpers/logs.ts';
+import { waitFor } from '../helpers/process.ts';
+
+const box = createSecretBox(randomBytes(32));
+
+/** An independent verifier, as a partner would write it: HMAC over the raw bytes, constant time. */
+function verifies(secret: string, raw: Buffer, header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string' || !/^[0-9a-f]{64}$/.test(header)) return false;
+  const expected = createHmac('sha256', secret).update(raw).digest();
+  return timingSafeEqual(expected, Buffer.from(header, 'hex'));
+}
+
+interface Delivery {
+  status: string;
+  attempts: number;
+  last_response_code: number | null;
+  last_response_body: string | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  failed_at: Date | null;
+}
+
+const deliveries = async (db: Database) =>
+  (
+    await db.query<Delivery & { id: string; event_id: string; destination_id: string }>(
+      'SELECT * FROM webhook_deliveries ORDER BY created_at, id',
+    )
+  ).rows;
+
+describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  async function setup(options: { timeoutMs?: number; retryMs?: number } = {}) {
+    const t: TestDatabase = await freshDatabase(engine);
+    cleanups.push(() => t.drop());
+    const db = t.db;
+    const partner = await createPartnersRepo(db).create(`P-${randomBytes(3).toString('hex')}`);
+    const sender: Sender = createSender({
+      policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
+      extraCa: testCaPem(),
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+    });
+    cleanups.push(() => sender.close());
+    const retry = options.retryMs ?? 50;
+    const dispatcher = createDispatcher({
+      db,
+      logger: captureLogger().logger,
+      sender,
+      secretBox: box,
+      retryDelaysMs: [retry, retry],
+      pollMs: 20,
+    });
+    const job = dispatcher.job();
+    job.start();
+    cleanups.push(() => job.stop());
+    const events = createEventsRepo(db);
+    let n = 0;
+    const emit = (
+      eventType: string,
+      payload: Record<string, unknown>,
+      environment: 'live' | 'test' = 'live',
+    ) =>
+      events.insert({
+        partnerId: partner.id,
+        environment,
+        productId: null,
+        eventType,
+        dedupeKey: `${eventType}:${n++}:${randomBytes(4).toString('hex')}`,
+        payload,
+        occurredAt: new Date(),
+      });
+    const destinations = createWebhookDestinationsRepo(db, box);
+    return { db, partner, emit, destinations };
+  }
+
+  it('delivers the exact payload, signed, with the spec headers, once', async () => {
+    const { db, partner, emit, destinations } = await setup();
+    const receiver = await startHttpsReceiver();
+    cleanups.push(() => receiver.close());
+    const { destination, secret } = await destinations.add({
+      partnerId: partner.id,
+      environment: 'live',
+      url: `${receiver.url}/hooks?src=test`,
+    });
+    const payload = { slug: 'usdc-core', amount: '1250.5', previous_apy: 0.061234, note: 'é ✓' };
+    const event = await emit('deposit.confirmed', payload);
+    await waitFor(() => (receiver.requests.length > 0 ? true : undefined), 10_000, 'a delivery');
+    const [got] = receiver.requests;
+    expect(got?.body.toString('utf8')).toBe(event?.payload);
+    expect(JSON.parse(got!.body.toString('utf8'))).toEqual(payload);
+    expect(got?.headers['content-type']).toBe('application/json');
+    expect(got?.headers['x-service-event']).toBe('deposit.confirmed');
+    expect(got?.headers['user-agent']).toMatch(/^partner-yield-service-webhooks\//);
+    expect(verifies(secret, got!.body, got?.headers['x-service-signature'])).toBe(true);
+    // A body re-serialised by the receiver would not verify: the signature is over the raw bytes.
+    expect(
+      verifies(
+        secret,
+        Buffer.from(JSON.stringify(JSON.parse(got!.body.toString()), null, 1)),
+        got?.headers['x-service-signature'],
+      ),
+    ).toBe(false);
+    const [row] = await waitFor(
+      async () => {
+        const rows = await deliveries(db);
+        return rows[0]?.status === 'delivered' ? rows : undefined;
+      },
+      5_000,
+      'delivered status',
+    );
+    expect(row).toMatchObject({
+      destination_id: destination.id,
+      attempts: 1,
+      last_response_code: 200,
+    });
+    expect(row?.delivered_at).toBeInstanceOf(Date);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('a receiver answering 500 gets three attempts, then the delivery is failed', async () => {
+    const { db, partner, emit, destinations } = await setup({ retryMs: 100 });
+    const receiver = await startHttpsReceiver({
+      handler: () => ({ status: 500, body: `{"error":"down"}${'x'.repeat(2000)}` }),
+    });
+    cleanups.push(() => receiver.close());
+    await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
+    await emit('ping', { hello: 1 });
+    const [row] = await waitFor(
+      async () => {
+        const rows = await deliveries(db);
+        return rows[0]?.status === 'failed' ? rows : undefined;
+      },
+      10_000,
+      'failed status',
+    );
+    expect(row).toMatchObject({ attempts: 3, last_response_code: 500, last_error: null });
+    expect(row?.last_response_body).toHaveLength(1024);
+    expect(row?.last_response_body?.startsWith('{"error":"down"}')).toBe(true);
+    expect(row?.failed_at).toBeInstanceOf(Date);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(receiver.requests).toHaveLength(3);
+    // The three attempts were spaced by the retry delay, not sent in one burst.
+    const times = receiver.requests.map((r) => r.receivedAt);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(80);
+    expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(80);
+  });
+
+  it('a receiver that recovers gets the retry: delivered on attempt 2', async () => {
+    const { db, partner, emit, destinations } = await setup({ retryMs: 100 });
+    let calls = 0;
+    const receiver = await startHttpsReceiver({
+      handler: () => ({ status: ++calls === 1 ? 503 : 202 }),
+    });
+    cleanups.push(() => receiver.close());
+    await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
+    await emit('ping', {});
+    const [row] = await waitFor(
+      async () => {
+        const rows = await deliveries(db);
+        return rows[0]?.status === 'delivered' ? rows : undefined;
+      },
+      10_000,
+      'delivered status',
+    );
+    expect(row).toMatchObject({ attempts: 2, last_response_code: 202 });
+  });
+
+  it('only matching, active destinations of the partner environment get an event', async () => {
+    const { db, partner, emit, destinations } = await setup();
+    const all = await startHttpsReceiver();
+    const deposits = await startHttpsReceiver();
+    const removed = await startHttpsReceiver();
+    const sandbox = await startHttpsReceiver();
+    cleanups.push(
+      () => all.close(),
+      () => deposits.close(),
+      () => removed.close(),
+      () => sandbox.close(),
+    );
+    await destinations.add({ partnerId: partner.id, environment: 'live', url: all.url });
+    await destinations.add({
+      partnerId: partner.id,
+      environment: 'live',
+      url: deposits.url,
+      eventTypes: ['deposit.confirmed'],
+    });
+    const gone = await destinations.add({
+      partnerId: partner.id,
+      environment: 'live',
+      url: removed.url,
+    });
+    await destinations.remove(gone.destination.id);
+    await destinations.add({ partnerId: partner.id, environment: 'test', url: sandbox.url });
+    await emit('deposit.confirmed', { a: 1 });
+    await emit('apy_change', { b: 2 });
+    await emit('ping', { c: 3 }, 'test');
+    await waitFor(
+      async () => {
+        const rows = await deliveries(db);
+        return rows.length === 4 && rows.every((r) => r.status === 'delivered') ? rows : undefined;
+      },
+      10_000,
+      'four deliveries',
+    );
+    expect(all.requests.map((r) => r.headers['x-service-event'])).toEqual(
+      expect.arrayContaining(['deposit.confirmed', 'apy_change']),
+    );
+    expect(all.requests).toHaveLength(2);
+    expect(deposits.requests.map((r) => r.headers['x-service-event'])).toEqual([
+      'deposit.confirmed',
+    ]);
+    expect(removed.requests).toHaveLength(0);
+    expect(sandbox.requests.map((r) => r.headers['x-service-event'])).toEqual(['ping']);
+  });
+
+  it('after a rotation, deliveries are signed with the new secret', async () => {
+    const { partner, emit, destinations } = await setup();
+    const receiver = await startHttpsReceiver();
+    cleanups.push(() => receiver.close());
+    const { destination, secret: old } = await destinations.add({
+      partnerId: partner.id,
+      environment: 'live',
+      url: receiver.url,
+    });
+    await emit('ping', { n: 1 });
+    await waitFor(() => (receiver.requests.length === 1 ? true : undefined), 10_000, 'first');
+    const rotated = await destinations.rotate(destination.id);
+    await emit('ping', { n: 2 });
+    await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 10_000, 'second');
+    const [first, second] = receiver.requests;
+    expect(verifies(old, first!.body, first!.headers['x-service-signature'])).toBe(true);
+    expect(verifies(rotated!.secret, second!.body, second!.headers['x-service-signature'])).toBe(
+      true,
+    );
+    expect(verifies(old, second!.body, second!.headers['x-service-signature'])).toBe(false);
+  });
+
+  if (engine === 'pglite') {
+    it('a receiver slower than 10 s fails the attempt (the real default limit)', async () => {
+      const { db, partner, emit, destinations } = await setup({ retryMs: 60_000 });
+      const receiver = await startHttpsReceiver({
+        handler: () => ({ status: 200, delayMs: 10_800 }),
+      });
+      cleanups.push(() => receiver.close());
+      await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
+      const started = Date.now();
+      await emit('ping', {});
+      const [row] = await waitFor(
+        async () => {
+          const rows = await deliveries(db);
+          return rows[0]?.last_error ? rows : undefined;
+        },
+        20_000,
+        'the timed-out attempt',
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(9_900);
+      expect(row).toMatchObject({ status: 'pending', attempts: 1, last_response_code: null });
+      expect(row?.last_error).toMatch(/timed out/);
+    }, 30_000);
+  }
+});
+
+describe('retry schedule', () => {
+  it('attempt 2 after about 60 s, attempt 3 after about 10 min, with ±10 % jitter', () => {
+    expect(retryDelay(1, undefined, 0.1, () => 0.5)).toBe(60_000);
+    expect(retryDelay(2, undefined, 0.1, () => 0.5)).toBe(600_000);
+    expect(retryDelay(1, undefined, 0.1, () => 0)).toBe(54_000);
+    expect(retryDelay(1, undefined, 0.1, () => 1)).toBe(66_000);
+    expect(retryDelay(2, undefined, 0.1, () => 0)).toBe(540_000);
+  });
+});

@@ -1,0 +1,337 @@
+/**
+ * `npm run bench:webhooks`: outbound delivery and the inbound endpoint, on PGlite and, when
+ * TEST_DATABASE_URL (or DATABASE_URL) names a server, on PostgreSQL.
+ *
+ * Outbound: the service's dispatcher and sender (this process) deliver to a local HTTPS receiver
+ * (its own process, test CA trusted, loopback allow-listed), in two phases of 10,000 events each:
+ *  - burst: 10,000 events committed in one transaction; deliveries/s = 10,000 / (last receipt −
+ *    commit);
+ *  - paced: 10,000 events committed in small transactions at 1,500 events/s; p50/p99 of the time
+ *    from each event's commit to its receipt (a latency under a load the target names, not a
+ *    queue draining).
+ * Inbound: the service (ROLES=api, its own process) takes valid signed `ping` events with unique
+ * Idempotency-Keys from autocannon (50 connections, 10 s, rotating through 100 live keys so the
+ * per-key budget is not what is measured); req/s and latency.
+ * It measures and prints; it fails only when something answers errors or an event is lost.
+ */
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import pino from 'pino';
+import { createApiKeysRepo } from '../src/db/api-keys.ts';
+import { createDatabase, type Database } from '../src/db/client.ts';
+import { createInboundSecretsRepo } from '../src/db/inbound-secrets.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { createPartnersRepo } from '../src/db/partners.ts';
+import { createWebhookDestinationsRepo } from '../src/db/webhook-destinations.ts';
+import { createAddressPolicy, parseCidrList } from '../src/webhooks/address-policy.ts';
+import { createDispatcher } from '../src/webhooks/dispatcher.ts';
+import { createSecretBox } from '../src/webhooks/secret-box.ts';
+import { createSender } from '../src/webhooks/sender.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = path.join(ROOT, 'bin/yield-service.mjs');
+const EVENTS = 10_000;
+const PACED_RATE = 1_500;
+const INBOUND_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const INBOUND_KEYS = 100;
+
+type Engine = 'pglite' | 'postgres';
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+
+async function freshDatabase(
+  engine: Engine,
+  dir: string,
+): Promise<{ db: Database; url?: string; drop: () => Promise<void> }> {
+  if (engine === 'pglite') {
+    const db = await createDatabase({ engine: 'pglite', dataDir: path.join(dir, 'pglite') });
+    await migrate(db);
+    return { db, drop: () => db.close() };
+  }
+  const admin = (process.env.TEST_DATABASE_URL || process.env.DATABASE_URL) as string;
+  const name = `pys_bench_${randomBytes(4).toString('hex')}`;
+  const adminClient = new pg.Client({ connectionString: admin });
+  await adminClient.connect();
+  await adminClient.query(`CREATE DATABASE ${name}`);
+  await adminClient.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  const db = await createDatabase({ engine: 'postgres', url: url.toString(), poolMax: 10 });
+  await migrate(db);
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close();
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** The receiver process and a request/response helper over its IPC channel. */
+async function startReceiver() {
+  const child = fork(path.join(ROOT, 'bench/webhook-receiver.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const ask = <T>(type: string) =>
+    new Promise<T>((resolve) => {
+      const on = (m: { type: string } & T) => {
+        if (m.type === type) {
+          child.off('message', on);
+          resolve(m);
+        }
+      };
+      child.on('message', on);
+      child.send({ type });
+    });
+  const port = await new Promise<number>((resolve) =>
+    child.once('message', (m: { port: number }) => resolve(m.port)),
+  );
+  return {
+    url: `https://localhost:${port}/hooks`,
+    count: () => ask<{ count: number }>('count').then((m) => m.count),
+    receipts: () => ask<{ receipts: Array<[number, number]> }>('receipts').then((m) => m.receipts),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.send({ type: 'exit' });
+      }),
+  };
+}
+
+/** Events n = from … from+count−1, one statement (one transaction); returns the commit time. */
+async function insertEvents(
+  db: Database,
+  partnerId: string,
+  from: number,
+  count: number,
+): Promise<number> {
+  await db.query(
+    `INSERT INTO events (id, partner_id, environment, event_type, dedupe_key, payload, occurred_at)
+     SELECT 'evt_bench_' || n, $1, 'live', 'deposit.confirmed', 'deposit.confirmed:bench:' || n,
+            '{"n":' || n || ',"slug":"usdc-core","chain_id":31337,"tx_hash":"0x' || md5(n::text) || md5(n::text)
+            || '","block_number":' || (1000 + n) || ',"log_index":0,"user_address":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8","amount":"1250.5","shares":"1250.500000000000","asset_symbol":"USDC","occurred_at":"2026-11-22T00:00:00Z"}',
+            now()
+     FROM generate_series($2::int, $3::int) AS n`,
+    [partnerId, from, from + count - 1],
+  );
+  return Date.now();
+}
+
+async function waitForCount(
+  receiver: Awaited<ReturnType<typeof startReceiver>>,
+  target: number,
+  timeoutMs: number,
+) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const n = await receiver.count();
+    if (n >= target) return;
+    if (Date.now() > deadline) throw new Error(`only ${n} of ${target} deliveries arrived`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function outbound(engine: Engine) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'pys-bench-webhooks-'));
+  const { db, drop } = await freshDatabase(engine, dir);
+  const receiver = await startReceiver();
+  const box = createSecretBox(randomBytes(32));
+  const partner = await createPartnersRepo(db).create('Bench');
+  await createWebhookDestinationsRepo(db, box).add({
+    partnerId: partner.id,
+    environment: 'live',
+    url: receiver.url,
+  });
+  const sender = createSender({
+    policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
+    extraCa: await import('node:fs').then((fs) =>
+      fs.readFileSync(path.join(ROOT, 'test/fixtures/tls/ca.pem')),
+    ),
+  });
+  const job = createDispatcher({
+    db,
+    logger: pino({ level: 'silent' }),
+    sender,
+    secretBox: box,
+  }).job();
+  job.start();
+  try {
+    // Burst.
+    const committed = await insertEvents(db, partner.id, 0, EVENTS);
+    await waitForCount(receiver, EVENTS, 300_000);
+    const burst = await receiver.receipts();
+    const last = Math.max(...burst.map(([, at]) => at));
+    const burstRate = EVENTS / ((last - committed) / 1000);
+
+    // Paced: batches every 10 ms, sized to the rate.
+    const commits = new Map<number, number>();
+    const perBatch = Math.round(PACED_RATE / 100);
+    const started = Date.now();
+    for (let sent = 0; sent < EVENTS; sent += perBatch) {
+      const due = started + (sent / PACED_RATE) * 1000;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const count = Math.min(perBatch, EVENTS - sent);
+      const at = await insertEvents(db, partner.id, EVENTS + sent, count);
+      for (let i = 0; i < count; i++) commits.set(EVENTS + sent + i, at);
+    }
+    const offered = EVENTS / ((Date.now() - started) / 1000);
+    await waitForCount(receiver, EVENTS, 300_000);
+    const paced = await receiver.receipts();
+    const latencies = paced
+      .map(([n, at]) => at - (commits.get(n) ?? Number.NaN))
+      .sort((a, b) => a - b);
+    const pacedLast = Math.max(...paced.map(([, at]) => at));
+    const { rows } = await db.query<{ status: string; n: string }>(
+      'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
+    );
+    return {
+      engine,
+      burstRate,
+      burstSeconds: (last - committed) / 1000,
+      offered,
+      pacedRate: EVENTS / ((pacedLast - started) / 1000),
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      statuses: Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])),
+      received: burst.length + paced.length,
+    };
+  } finally {
+    await job.stop();
+    await sender.close();
+    await receiver.stop();
+    await drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [BIN, 'start'], {
+    env: { ...process.env, ...env },
+    stdio: 'pipe',
+  });
+  let out = '';
+  child.stderr?.on('data', (d) => {
+    out += d;
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\S+)/.exec(out);
+      if (m?.[1]) resolve({ child, url: m[1] });
+    });
+    child.on('exit', (code) => reject(new Error(`service exited ${code}:\n${out.slice(-2000)}`)));
+  });
+}
+
+async function inbound(engine: Engine) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'pys-bench-inbound-'));
+  const masterKey = randomBytes(32);
+  const box = createSecretBox(masterKey);
+  const { db, url, drop } = await freshDatabase(engine, dir);
+  const partner = await createPartnersRepo(db).create('Bench');
+  const keysRepo = createApiKeysRepo(db);
+  const keys: string[] = [];
+  for (let i = 0; i < INBOUND_KEYS; i++) keys.push((await keysRepo.create(partner.id, 'live')).key);
+  const { secret } = await createInboundSecretsRepo(db, box).set(partner.id, 'live');
+  if (engine === 'pglite') await db.close(); // the service opens the directory itself
+  const service = await startService({
+    ROLES: 'api',
+    DEMO: 'false',
+    PORT: '0',
+    DATA_DIR: dir,
+    LOCAL_CHAIN_PORT: '0',
+    LOCAL_CHAIN_DAYS: '2',
+    LOG_LEVEL: 'warn',
+    MASTER_KEY: masterKey.toString('hex'),
+    ...(url ? { DATABASE_URL: url } : { DATABASE_URL: '' }),
+  });
+  const body = JSON.stringify({ occurred_at: '2026-11-22T00:00:00Z', data: { source: 'bench' } });
+  const signature = createHmac('sha256', secret).update(body).digest('hex');
+  let i = 0;
+  const run = randomBytes(3).toString('hex');
+  const request = (duration: number) =>
+    autocannon({
+      url: service.url,
+      connections: 50,
+      duration,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/partner/webhooks/inbound',
+          body,
+          setupRequest: (req) => {
+            i++;
+            return {
+              ...req,
+              headers: {
+                'content-type': 'application/json',
+                'x-api-key': keys[i % keys.length] as string,
+                'idempotency-key': `bench-${run}-${i}`,
+                'x-service-event': 'ping',
+                'x-service-signature': signature,
+              },
+            };
+          },
+        },
+      ],
+    });
+  try {
+    await request(2); // warm-up
+    const result = await request(INBOUND_SECONDS);
+    return {
+      engine,
+      rps: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx,
+      errors: result.errors,
+      total: result.requests.total,
+    };
+  } finally {
+    const exited = new Promise((r) => service.child.once('exit', r));
+    service.child.kill('SIGTERM');
+    await exited;
+    if (engine === 'postgres') await drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const engines: Engine[] =
+  process.env.TEST_DATABASE_URL || process.env.DATABASE_URL ? ['postgres', 'pglite'] : ['pglite'];
+let failed = false;
+// BENCH_ONLY=outbound or inbound runs one half.
+const only = process.env.BENCH_ONLY;
+for (const engine of engines) {
+  if (only !== 'inbound') {
+    const o = await outbound(engine);
+    console.log(
+      `outbound ${engine}: burst ${o.burstRate.toFixed(0)} deliveries/s (${EVENTS} in ${o.burstSeconds.toFixed(2)} s); ` +
+        `paced at ${o.offered.toFixed(0)} events/s: ${o.pacedRate.toFixed(0)} deliveries/s, commit→receipt p50 ${o.p50} ms, p99 ${o.p99} ms; ` +
+        `rows ${JSON.stringify(o.statuses)}, received ${o.received}`,
+    );
+    if (o.received !== 2 * EVENTS || o.statuses.delivered !== 2 * EVENTS) failed = true;
+  }
+  if (only === 'outbound') continue;
+  const inb = await inbound(engine);
+  console.log(
+    `inbound ${engine}: ${inb.rps.toFixed(0)} req/s, p50 ${inb.p50} ms, p99 ${inb.p99} ms (${inb.total} requests, non-2xx ${inb.non2xx}, errors ${inb.errors})`,
+  );
+  if (inb.non2xx > 0 || inb.errors > 0) failed = true;
+}
+if (failed) {
+  console.error('bench:webhooks: some deliveries or requests failed');
+  process.exit(1);
+}

@@ -194,9 +194,15 @@ async function outbound(engine: Engine) {
       .map(([n, at]) => at - (commits.get(n) ?? Number.NaN))
       .sort((a, b) => a - b);
     const pacedLast = Math.max(...paced.map(([, at]) => at));
-    const { rows } = await db.query<{ status: string; n: string }>(
-      'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
-    );
+    // Receipt comes before the dispatcher records the outcome: give the last batch time to land.
+    const deadline = Date.now() + 10_000;
+    let rows: Array<{ status: string; n: string }> = [];
+    do {
+      await new Promise((r) => setTimeout(r, 100));
+      ({ rows } = await db.query<{ status: string; n: string }>(
+        'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
+      ));
+    } while (rows.some((r) => r.status === 'pending') && Date.now() < deadline);
     return {
       engine,
       burstRate,

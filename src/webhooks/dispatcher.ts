@@ -66,7 +66,7 @@ export function createDispatcher(options: DispatcherOptions) {
   const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   const jitter = options.jitter ?? 0.1;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  const concurrency = options.concurrency ?? 64;
+  const concurrency = options.concurrency ?? 128;
   const pollMs = options.pollMs ?? 50;
 
   // Decrypted signing secrets by destination, re-decrypted when the ciphertext changes (rotation).

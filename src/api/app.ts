@@ -10,6 +10,8 @@ import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fa
 import type { SyncPublicClient } from '../chain/chains.ts';
 import { type ApiKeysRepo, createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
+import { createInboundEventsRepo } from '../db/inbound-events.ts';
+import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createProductsRepo, type ProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
@@ -23,6 +25,7 @@ import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
 import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';
+import { inboundWebhookRoute } from './routes/inbound-webhook.ts';
 import { positionRoute } from './routes/position.ts';
 import { productHealthRoute } from './routes/product-health.ts';
 import { productsRoutes } from './routes/products.ts';
@@ -68,7 +71,7 @@ const OPENAPI_BASE = {
     title: 'Partner Yield API',
     version: '1.0.0',
     description:
-      'Read-only partner API of the partner yield service. Every error is `{ success: false, code, message }`; ' +
+      'Partner API of the partner yield service: reads, and the signed inbound webhook. Every error is `{ success: false, code, message }`; ' +
       'switch on `code`. Amounts are decimal strings in whole asset units; APYs are decimal fractions with 6 places.\n\n' +
       `| code | HTTP | meaning |\n|---|---|---|\n${catalogueTable}`,
   },
@@ -242,6 +245,11 @@ export async function buildApp(deps: AppDeps) {
       yieldCalcRoute({ products, snapshots }),
       productHealthRoute({ products, chain }),
       positionRoute({ products, chain }),
+      inboundWebhookRoute({
+        products,
+        secrets: deps.secretBox ? createInboundSecretsRepo(deps.db, deps.secretBox) : undefined,
+        events: createInboundEventsRepo(deps.db),
+      }),
     ],
   });
   return app;

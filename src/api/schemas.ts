@@ -55,3 +55,21 @@ export const SlugParams = Type.Object({
 
 export const DecimalString = (description: string) =>
   Type.String({ pattern: '^-?[0-9]+(\\.[0-9]+)?$', description });
+
+/** The acknowledgement of an inbound event; the spec gives it unwrapped (no `data`). */
+export const InboundAck = Type.Object(
+  {
+    success: Type.Literal(true),
+    event_id: Type.Integer({
+      description: 'Id of the stored event (the original one if duplicate)',
+    }),
+    duplicate: Type.Boolean({
+      description: 'True when this Idempotency-Key was seen before: a no-op answering the original',
+    }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Stored (`duplicate: false`), or stored before under this Idempotency-Key (`duplicate: true`).',
+  },
+);

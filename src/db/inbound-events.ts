@@ -1,0 +1,176 @@
+/**
+ * Repository of the events partners push to the inbound webhook. An event is stored once per
+ * partner and Idempotency-Key: the store is one `INSERT … ON CONFLICT DO NOTHING`, so concurrent
+ * requests with the same key cannot both store (on PostgreSQL the later ones wait on the first
+ * insert's unique-index entry, then see its row). A submitted transaction is linked to the
+ * lifecycle event of its log in the same transaction when the indexer has already stored it;
+ * otherwise the `events_link_inbound` trigger links it when the indexer does.
+ */
+import type { Database, Queryable } from './client.ts';
+import type { Environment } from './products.ts';
+
+export interface NewInboundEvent {
+  partnerId: string;
+  environment: Environment;
+  idempotencyKey: string;
+  eventType: string;
+  /** SHA-256 of the exact bytes received. */
+  bodySha256: Buffer;
+  /** The exact body received, as UTF-8 text. */
+  body: string;
+  occurredAt: Date;
+  /** deposit.submitted / redeem.submitted: the transaction to watch (txHash lowercase). */
+  tx?: { productId: string; chainId: number; txHash: string };
+}
+
+export interface InboundEvent {
+  /** The acknowledgement's `event_id`. */
+  id: number;
+  partnerId: string;
+  environment: Environment;
+  idempotencyKey: string;
+  eventType: string;
+  bodySha256: Buffer;
+  body: string;
+  occurredAt: Date;
+  productId: string | null;
+  chainId: number | null;
+  txHash: string | null;
+  linkedEventId: string | null;
+  linkedAt: Date | null;
+  receivedAt: Date;
+}
+
+export type StoreResult =
+  /** The event was new and is now stored. */
+  | { outcome: 'stored'; event: InboundEvent }
+  /** The key was seen with the same body, event type and environment: the original event. */
+  | { outcome: 'duplicate'; event: InboundEvent }
+  /** The key was seen with another body, event type or environment. */
+  | { outcome: 'conflict'; event: InboundEvent };
+
+interface Row {
+  id: string;
+  partner_id: string;
+  environment: Environment;
+  idempotency_key: string;
+  event_type: string;
+  body_sha256: Uint8Array;
+  body: string;
+  occurred_at: Date;
+  product_id: string | null;
+  chain_id: string | null;
+  tx_hash: string | null;
+  linked_event_id: string | null;
+  linked_at: Date | null;
+  received_at: Date;
+}
+
+const toEvent = (r: Row): InboundEvent => ({
+  id: Number(r.id),
+  partnerId: r.partner_id,
+  environment: r.environment,
+  idempotencyKey: r.idempotency_key,
+  eventType: r.event_type,
+  bodySha256: Buffer.from(r.body_sha256),
+  body: r.body,
+  occurredAt: r.occurred_at,
+  productId: r.product_id,
+  chainId: r.chain_id === null ? null : Number(r.chain_id),
+  txHash: r.tx_hash,
+  linkedEventId: r.linked_event_id,
+  linkedAt: r.linked_at,
+  receivedAt: r.received_at,
+});
+
+/** Same request: same bytes, same event type, same environment (keys span both environments). */
+const sameRequest = (stored: InboundEvent, e: NewInboundEvent) =>
+  stored.bodySha256.equals(e.bodySha256) &&
+  stored.eventType === e.eventType &&
+  stored.environment === e.environment;
+
+export function createInboundEventsRepo(
+  db: Pick<Database, 'query' | 'exec' | 'transaction'>,
+): InboundEventsRepo {
+  const find = async (q: Queryable, partnerId: string, idempotencyKey: string) => {
+    const { rows } = await q.query<Row>(
+      'SELECT * FROM inbound_events WHERE partner_id = $1 AND idempotency_key = $2',
+      [partnerId, idempotencyKey],
+    );
+    return rows[0] && toEvent(rows[0]);
+  };
+
+  return {
+    async store(e) {
+      return db.transaction(async (tx) => {
+        const { rows } = await tx.query<Row>(
+          `INSERT INTO inbound_events (partner_id, environment, idempotency_key, event_type,
+             body_sha256, body, occurred_at, product_id, chain_id, tx_hash)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)
+           ON CONFLICT (partner_id, idempotency_key) DO NOTHING
+           RETURNING *`,
+          [
+            e.partnerId,
+            e.environment,
+            e.idempotencyKey,
+            e.eventType,
+            e.bodySha256,
+            e.body,
+            e.occurredAt,
+            e.tx?.productId ?? null,
+            e.tx?.chainId ?? null,
+            e.tx?.txHash ?? null,
+          ],
+        );
+        const inserted = rows[0];
+        if (inserted) {
+          if (!e.tx) return { outcome: 'stored', event: toEvent(inserted) };
+          // A log the indexer already stored links at once; later ones link by trigger.
+          await tx.query('SELECT link_inbound_events(ARRAY[$1]::bigint[])', [inserted.id]);
+          const linked = await tx.query<Row>('SELECT * FROM inbound_events WHERE id = $1', [
+            inserted.id,
+          ]);
+          return { outcome: 'stored', event: toEvent(linked.rows[0] ?? inserted) };
+        }
+        // The key exists (committed: a concurrent first insert was waited for by the INSERT).
+        const existing = await find(tx, e.partnerId, e.idempotencyKey);
+        if (!existing) throw new Error('inbound event conflict without a stored row');
+        return { outcome: sameRequest(existing, e) ? 'duplicate' : 'conflict', event: existing };
+      });
+    },
+
+    find: (partnerId, idempotencyKey) => find(db, partnerId, idempotencyKey),
+
+    async findById(id) {
+      const { rows } = await db.query<Row>('SELECT * FROM inbound_events WHERE id = $1', [id]);
+      return rows[0] && toEvent(rows[0]);
+    },
+
+    async list(filter = {}) {
+      const { rows } = await db.query<Row>(
+        `SELECT * FROM inbound_events
+         WHERE ($1::text IS NULL OR partner_id = $1)
+           AND ($2::text IS NULL OR environment = $2)
+           AND ($3::text IS NULL OR event_type = $3)
+         ORDER BY id`,
+        [filter.partnerId ?? null, filter.environment ?? null, filter.eventType ?? null],
+      );
+      return rows.map(toEvent);
+    },
+  };
+}
+
+export interface InboundEventsRepo {
+  /**
+   * Stores the event unless its Idempotency-Key exists for the partner; otherwise answers whether
+   * the stored one is the same request (duplicate) or not (conflict). Never stores twice.
+   */
+  store(e: NewInboundEvent): Promise<StoreResult>;
+  find(partnerId: string, idempotencyKey: string): Promise<InboundEvent | undefined>;
+  findById(id: number): Promise<InboundEvent | undefined>;
+  list(filter?: {
+    partnerId?: string;
+    environment?: Environment;
+    eventType?: string;
+  }): Promise<InboundEvent[]>;
+}

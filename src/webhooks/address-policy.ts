@@ -21,12 +21,22 @@ export function parseCidrList(raw: string): Cidr[] {
   for (const part of raw.split(',')) {
     const text = part.trim();
     if (!text) continue;
-    const range = text.includes('/')
-      ? ipaddr.parseCIDR(text)
-      : ((): [ipaddr.IPv4 | ipaddr.IPv6, number] => {
-          const address = ipaddr.parse(text);
-          return [address, address.kind() === 'ipv4' ? 32 : 128];
-        })();
+    let range: [ipaddr.IPv4 | ipaddr.IPv6, number];
+    try {
+      range = text.includes('/')
+        ? ipaddr.parseCIDR(text)
+        : ((): [ipaddr.IPv4 | ipaddr.IPv6, number] => {
+            const address = ipaddr.parse(text);
+            return [address, address.kind() === 'ipv4' ? 32 : 128];
+          })();
+    } catch {
+      throw new Error(`invalid CIDR "${text}" in the list`);
+    }
+    // Mapped addresses are judged as IPv4, so an IPv4-mapped range is kept as its IPv4 range.
+    const [base, bits] = range;
+    if (base.kind() === 'ipv6' && (base as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+      range = [(base as ipaddr.IPv6).toIPv4Address(), bits - 96];
+    }
     out.push({ text, range });
   }
   return out;
@@ -34,7 +44,10 @@ export function parseCidrList(raw: string): Cidr[] {
 
 export interface AddressVerdict {
   allowed: boolean;
-  /** ipaddr.js's name of the range the address is in (`unicast` for public addresses). */
+  /**
+   * ipaddr.js's name of the range the address is in (`unicast` for public addresses), or
+   * `ipv4Compatible` for ::/96.
+   */
   range: string;
   /** The address in canonical form; IPv4-mapped IPv6 addresses become their IPv4 address. */
   address: string;
@@ -50,7 +63,14 @@ export function createAddressPolicy(allowlist: readonly Cidr[] = []): AddressPol
       if (!ipaddr.isValid(raw)) return { allowed: false, range: 'invalid', address: raw };
       // process() turns IPv4-mapped IPv6 into the IPv4 address, so it gets IPv4's verdict.
       const address = ipaddr.process(raw);
-      const range = address.range();
+      // IPv4-compatible IPv6 (::a.b.c.d, deprecated) can embed any IPv4 address: never public.
+      const named = address.range();
+      const range =
+        named === 'unicast' &&
+        address.kind() === 'ipv6' &&
+        (address as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)
+          ? 'ipv4Compatible'
+          : named;
       const listed = allowlist.some(
         (c) => c.range[0].kind() === address.kind() && address.match(c.range),
       );

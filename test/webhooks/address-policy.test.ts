@@ -106,3 +106,22 @@ describe('parseCidrList', () => {
     expect(() => parseCidrList(raw)).toThrow(Error);
   });
 });
+
+describe('address policy edge cases', () => {
+  it('refuses IPv4-compatible IPv6 (::/96), which can embed any IPv4 address', () => {
+    const policy = createAddressPolicy();
+    expect(policy.check('::7f00:1')).toMatchObject({ allowed: false, range: 'ipv4Compatible' });
+    expect(policy.check('::a00:1')).toMatchObject({ allowed: false, range: 'ipv4Compatible' });
+  });
+
+  it('an allowlist entry written as an IPv4-mapped range applies to the IPv4 addresses', () => {
+    const policy = createAddressPolicy(parseCidrList('::ffff:127.0.0.0/104'));
+    expect(policy.check('127.0.0.1').allowed).toBe(true);
+    expect(policy.check('::ffff:127.0.0.1').allowed).toBe(true);
+    expect(policy.check('10.0.0.1').allowed).toBe(false);
+  });
+
+  it('names the bad entry of a CIDR list', () => {
+    expect(() => parseCidrList('127.0.0.0/8, nope/3')).toThrow('invalid CIDR "nope/3"');
+  });
+});

@@ -19,6 +19,7 @@ import { writeDemoCredentials } from './sync/demo-credentials.ts';
 import { buildWorkerJobs } from './sync/worker-jobs.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
+import { createInboundLinker } from './webhooks/inbound-linker.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
 

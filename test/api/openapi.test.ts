@@ -62,11 +62,16 @@ describe('OpenAPI document', () => {
     });
     for (const [path, ops] of Object.entries(doc.paths)) {
       if (!path.startsWith('/api/partner/')) continue;
-      expect(ops.get?.security, path).toEqual([{ ApiKey: [] }]);
-      for (const status of ['200', '401', '429', '500']) {
-        expect(ops.get?.responses[status], `${path} ${status}`).toBeDefined();
+      const operations = Object.values(ops);
+      expect(operations.length, path).toBeGreaterThan(0);
+      for (const op of operations) {
+        expect(op?.security, path).toEqual([{ ApiKey: [] }]);
+        for (const status of ['200', '401', '429', '500']) {
+          expect(op?.responses[status], `${path} ${status}`).toBeDefined();
+        }
       }
     }
+    expect(doc.paths['/api/partner/webhooks/inbound']?.post).toBeDefined();
     expect(doc.paths['/health']?.get?.security).toBeUndefined();
   });
 

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '../src/db/client.ts';
+import { secretFingerprint } from '../src/webhooks/secret-box.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-demo-'));
@@ -38,6 +39,7 @@ interface DemoCredentials {
 interface DemoEnvironment {
   api_key: string;
   revoked_api_key: string;
+  inbound_secret: string;
   products: Record<'active' | 'active_async' | 'paused' | 'deprecated' | 'pending_deploy', string>;
   wallets: string[];
 }
@@ -84,6 +86,7 @@ describe('the demo', { timeout: 240_000 }, () => {
       for (const environment of ['live', 'test'] as const) {
         const c = partner[environment];
         expect(c.api_key.startsWith(`svc_${environment}_`)).toBe(true);
+        expect(c.inbound_secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
         const list = await call('/api/partner/products', c.api_key);
         expect(list.status).toBe(200);
         const slugs = ((await list.json()) as { data: Array<{ slug: string }> }).data.map(
@@ -149,6 +152,16 @@ describe('the demo', { timeout: 240_000 }, () => {
       expect(counts['product.deployed']).toBe(4);
       expect(counts.vault_pause).toBe(4);
       expect(counts['deposit.confirmed']).toBeGreaterThan(0);
+      // The inbound secrets of the credentials file are the stored ones (by fingerprint).
+      const inbound = await db.query<{ fingerprint: string }>(
+        'SELECT secret_fingerprint AS fingerprint FROM inbound_secrets ORDER BY 1',
+      );
+      expect(inbound.rows.map((r) => r.fingerprint)).toEqual(
+        creds.partners
+          .flatMap((x) => [x.live.inbound_secret, x.test.inbound_secret])
+          .map(secretFingerprint)
+          .sort(),
+      );
       const days = await db.query<{ slug: string; n: string }>(
         `SELECT p.slug, count(s.date) AS n FROM products p
            LEFT JOIN daily_snapshots s ON s.product_id = p.id

@@ -1,7 +1,8 @@
 /**
  * DATA_DIR/demo-credentials.json: the demo's base URL, RPC URL, and per partner environment a key,
- * a revoked key, a product slug in every status and wallets with a position. Written once, when the
- * demo is provisioned (the only moment the full keys exist), readable by its owner only.
+ * a revoked key, the inbound webhook secret, a product slug in every status and wallets with a
+ * position. Written once, when the demo is provisioned (the only moment the full keys and secrets
+ * exist), readable by its owner only.
  */
 import { chmodSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -9,6 +9,8 @@
  *   `pending_deploy` for good, so the demo always has a product that answers 409
  *   engine_not_deployed (and the demo credentials can name one). The hold is the ordinary operator
  *   mechanism (`product create --hold` / `product release`), not a demo special case in the worker.
+ * - Each partner environment gets its keys (one revoked) and an inbound webhook secret, written
+ *   once to demo-credentials.json, the only place they exist in clear.
  * - To show the move pending_deploy → active with its `product.deployed` event, each partner
  *   environment also gets a "USDC Launch" product over the same vault, created pending and not
  *   held: the lifecycle worker deploys it within seconds of the first start.
@@ -25,15 +27,19 @@ import {
 import type { LocalDeployment } from '../chain/local/deployment.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
+import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { createProductsRepo, type NewProduct } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createDeployStore } from './lifecycle/store.ts';
 
 /** What a demo user needs per partner environment to make a first call. */
 export interface DemoEnvironmentCredentials {
   api_key: string;
   revoked_api_key: string;
+  /** The secret this partner environment signs inbound webhooks with. */
+  inbound_secret: string;
   products: Record<(typeof PRODUCT_KEYS)[number], string>;
   /** Wallets holding a position in the `active` product. */
   wallets: string[];
@@ -63,8 +69,10 @@ export async function provisionDemo(options: {
   logger: Logger;
   deployment: LocalDeployment;
   client: SyncPublicClient;
+  /** Encrypts the inbound secrets at rest. */
+  secretBox: SecretBox;
 }): Promise<DemoResult> {
-  const { db, logger, deployment, client } = options;
+  const { db, logger, deployment, client, secretBox } = options;
   const none: DemoResult = { provisioned: false, partners: [], products: 0, credentials: [] };
   if ((await createPartnersRepo(db).list()).length > 0) return none;
 
@@ -113,6 +121,7 @@ export async function provisionDemo(options: {
       const products = createProductsRepo(tx);
       const store = createDeployStore(tx);
       const keys = createApiKeysRepo(tx);
+      const inboundSecrets = createInboundSecretsRepo(tx, secretBox);
       const credentials: DemoPartnerCredentials[] = [];
       let count = 0;
       for (const partner of DEMO_PARTNERS) {
@@ -123,9 +132,11 @@ export async function provisionDemo(options: {
           const apiKey = await keys.create(partnerId, env, 'demo');
           const revoked = await keys.create(partnerId, env, 'demo (revoked)');
           await keys.revoke(revoked.record.id);
+          const inbound = await inboundSecrets.set(partnerId, env);
           perEnv[env] = {
             api_key: apiKey.key,
             revoked_api_key: revoked.key,
+            inbound_secret: inbound.secret,
             products: Object.fromEntries(PRODUCT_KEYS.map((k) => [k, products_[k].slug])) as Record<
               (typeof PRODUCT_KEYS)[number],
               string

@@ -1,0 +1,264 @@
+/**
+ * Repository of the outbound delivery log, for operators: listing deliveries, and manual replays.
+ * A replay never touches an existing row: it adds a new delivery (pending, 3 fresh attempts, due at
+ * once) of the same stored event, linked by `replay_of` to the delivery it repeats. The
+ * dispatcher's own queries (claiming due rows, recording attempts) live in src/webhooks/.
+ */
+import type { Database, Queryable } from './client.ts';
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'delivered', 'failed'];
+
+export interface WebhookDelivery {
+  id: string;
+  eventId: string;
+  eventType: string;
+  destinationId: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: Date;
+  lastAttemptAt: Date | null;
+  lastResponseCode: number | null;
+  lastResponseBody: string | null;
+  lastError: string | null;
+  /** The delivery this one replays, if it is a replay. */
+  replayOf: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  deliveredAt: Date | null;
+  failedAt: Date | null;
+}
+
+interface Row {
+  id: string;
+  event_id: string;
+  event_type: string;
+  destination_id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: Date;
+  last_attempt_at: Date | null;
+  last_response_code: number | null;
+  last_response_body: string | null;
+  last_error: string | null;
+  replay_of: string | null;
+  created_at: Date;
+  updated_at: Date;
+  delivered_at: Date | null;
+  failed_at: Date | null;
+}
+
+const toDelivery = (r: Row): WebhookDelivery => ({
+  id: r.id,
+  eventId: r.event_id,
+  eventType: r.event_type,
+  destinationId: r.destination_id,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lastAttemptAt: r.last_attempt_at,
+  lastResponseCode: r.last_response_code,
+  lastResponseBody: r.last_response_body,
+  lastError: r.last_error,
+  replayOf: r.replay_of,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  deliveredAt: r.delivered_at,
+  failedAt: r.failed_at,
+});
+
+export type ReplayErrorCode =
+  | 'event_not_found'
+  | 'destination_not_found'
+  | 'destination_removed'
+  | 'destination_mismatch'
+  | 'not_subscribed';
+
+/** A replay that cannot be made; `code` says why. */
+export class WebhookReplayError extends Error {
+  override name = 'WebhookReplayError';
+  readonly code: ReplayErrorCode;
+  constructor(message: string, code: ReplayErrorCode) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export const DEFAULT_DELIVERY_LIST_LIMIT = 100;
+export const MAX_DELIVERY_LIST_LIMIT = 1000;
+
+/** Inserts the rows of `insertSql` (an INSERT … RETURNING *) and returns them with their type. */
+const withEventType = (insertSql: string) =>
+  `WITH inserted AS (${insertSql})
+   SELECT inserted.*, e.event_type FROM inserted JOIN events e ON e.id = inserted.event_id
+   ORDER BY e.seq, inserted.destination_id`;
+
+interface DestinationRow {
+  id: string;
+  partner_id: string;
+  environment: string;
+  event_types: string[] | null;
+  removed_at: Date | null;
+}
+
+export function createWebhookDeliveriesRepo(db: Queryable | Database) {
+  /** In one transaction when db can open one; as is when it already is one. */
+  const inTransaction = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> =>
+    'transaction' in db ? db.transaction(fn) : fn(db);
+
+  return {
+    /** Deliveries, newest first. */
+    async list(
+      filter: {
+        destinationId?: string;
+        eventId?: string;
+        status?: DeliveryStatus;
+        limit?: number;
+      } = {},
+    ): Promise<WebhookDelivery[]> {
+      const limit = Math.min(
+        Math.max(1, Math.trunc(filter.limit ?? DEFAULT_DELIVERY_LIST_LIMIT)),
+        MAX_DELIVERY_LIST_LIMIT,
+      );
+      const { rows } = await db.query<Row>(
+        `SELECT d.*, e.event_type
+         FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+         WHERE ($1::text IS NULL OR d.destination_id = $1) AND ($2::text IS NULL OR d.event_id = $2)
+           AND ($3::text IS NULL OR d.status = $3)
+         ORDER BY d.created_at DESC, e.seq DESC, d.id DESC
+         LIMIT $4`,
+        [filter.destinationId ?? null, filter.eventId ?? null, filter.status ?? null, limit],
+      );
+      return rows.map(toDelivery);
+    },
+
+    /**
+     * Replays a stored event: a new delivery to the given destination, or, without one, to every
+     * active destination of the event's partner environment that subscribes to its type. Each new
+     * row's `replay_of` is the latest earlier delivery of the event to that destination, if any.
+     * A named destination must be active, of the event's partner environment, and subscribe to
+     * the event's type. Returns the new deliveries (none when no destination matches).
+     */
+    async replayEvent(eventId: string, destinationId?: string): Promise<WebhookDelivery[]> {
+      const { rows: events } = await db.query<{
+        partner_id: string;
+        environment: string;
+        event_type: string;
+      }>('SELECT partner_id, environment, event_type FROM events WHERE id = $1', [eventId]);
+      const event = events[0];
+      if (!event) throw new WebhookReplayError(`no event with id ${eventId}`, 'event_not_found');
+      if (destinationId !== undefined) {
+        const { rows } = await db.query<DestinationRow>(
+          `SELECT id, partner_id, environment, event_types, removed_at
+           FROM webhook_destinations WHERE id = $1`,
+          [destinationId],
+        );
+        const d = rows[0];
+        if (!d) {
+          throw new WebhookReplayError(
+            `no webhook destination with id ${destinationId}`,
+            'destination_not_found',
+          );
+        }
+        if (d.partner_id !== event.partner_id || d.environment !== event.environment) {
+          throw new WebhookReplayError(
+            `destination ${destinationId} does not belong to the partner environment of event ${eventId}`,
+            'destination_mismatch',
+          );
+        }
+        if (d.removed_at) {
+          throw new WebhookReplayError(
+            `destination ${destinationId} was removed`,
+            'destination_removed',
+          );
+        }
+        if (d.event_types && !d.event_types.includes(event.event_type)) {
+          throw new WebhookReplayError(
+            `destination ${destinationId} does not subscribe to ${event.event_type} events`,
+            'not_subscribed',
+          );
+        }
+      }
+      // One statement: a destination removed meanwhile gets nothing (removed_at is re-read here).
+      const { rows } = await db.query<Row>(
+        withEventType(
+          `INSERT INTO webhook_deliveries (event_id, destination_id, replay_of)
+           SELECT e.id, d.id,
+                  (SELECT p.id FROM webhook_deliveries p
+                   WHERE p.event_id = e.id AND p.destination_id = d.id
+                   ORDER BY p.created_at DESC, p.id DESC LIMIT 1)
+           FROM events e
+           JOIN webhook_destinations d
+             ON d.partner_id = e.partner_id AND d.environment = e.environment
+            AND d.removed_at IS NULL
+            AND (d.event_types IS NULL OR e.event_type = ANY (d.event_types))
+           WHERE e.id = $1 AND ($2::text IS NULL OR d.id = $2)
+           RETURNING *`,
+        ),
+        [eventId, destinationId ?? null],
+      );
+      if (destinationId !== undefined && rows.length === 0) {
+        throw new WebhookReplayError(
+          `destination ${destinationId} was removed`,
+          'destination_removed',
+        );
+      }
+      return rows.map(toDelivery);
+    },
+
+    /**
+     * Replays what failed at a destination since a moment: one new delivery per event that has a
+     * failed delivery to it created at or after `since`, except events already delivered or pending
+     * there again after their latest failure. In one transaction that locks the destination row,
+     * so concurrent replays (or a removal) of the same destination run one after the other and
+     * never replay an event twice.
+     */
+    async replayFailed(
+      destinationId: string,
+      since: Date,
+    ): Promise<{ count: number; deliveries: WebhookDelivery[] }> {
+      return inTransaction(async (tx) => {
+        const { rows: found } = await tx.query<DestinationRow>(
+          `SELECT id, partner_id, environment, event_types, removed_at
+           FROM webhook_destinations WHERE id = $1 FOR UPDATE`,
+          [destinationId],
+        );
+        const d = found[0];
+        if (!d) {
+          throw new WebhookReplayError(
+            `no webhook destination with id ${destinationId}`,
+            'destination_not_found',
+          );
+        }
+        if (d.removed_at) {
+          throw new WebhookReplayError(
+            `destination ${destinationId} was removed`,
+            'destination_removed',
+          );
+        }
+        const { rows } = await tx.query<Row>(
+          withEventType(
+            `INSERT INTO webhook_deliveries (event_id, destination_id, replay_of)
+             SELECT f.event_id, f.destination_id, f.id
+             FROM (
+               SELECT DISTINCT ON (event_id) id, event_id, destination_id, created_at
+               FROM webhook_deliveries
+               WHERE destination_id = $1 AND status = 'failed' AND created_at >= $2
+               ORDER BY event_id, created_at DESC, id DESC
+             ) f
+             WHERE NOT EXISTS (
+               SELECT 1 FROM webhook_deliveries n
+               WHERE n.destination_id = f.destination_id AND n.event_id = f.event_id
+                 AND n.status IN ('pending', 'delivered') AND n.created_at >= f.created_at
+             )
+             RETURNING *`,
+          ),
+          [destinationId, since],
+        );
+        return { count: rows.length, deliveries: rows.map(toDelivery) };
+      });
+    },
+  };
+}
+
+export type WebhookDeliveriesRepo = ReturnType<typeof createWebhookDeliveriesRepo>;

@@ -12,6 +12,7 @@ import { registerChainCommand } from './chain-command.ts';
 import { registerKeyCommand } from './key-command.ts';
 import { registerPartnerCommand } from './partner-command.ts';
 import { registerProductCommand } from './product-command.ts';
+import { registerWebhookCommand } from './webhook-command.ts';
 
 function configOrExit(): Config {
   try {
@@ -101,6 +102,7 @@ export function buildCli(): Command {
   registerPartnerCommand(program);
   registerProductCommand(program);
   registerKeyCommand(program);
+  registerWebhookCommand(program);
   return program;
 }
 

@@ -12,7 +12,7 @@ import { type ApiKeysRepo, createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
-import { createProductsRepo, type ProductsRepo } from '../db/products.ts';
+import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
@@ -210,6 +210,17 @@ export async function buildApp(deps: AppDeps) {
       cache.get(`fees:${id}:${from}:${to}`, () => reads.feeStats(id, from, to)),
   };
   const keysRepo = createApiKeysRepo(deps.db);
+  // Inbound secrets are read through the cache (a rotation bumps the read-model version, so the
+  // new secret applies within the cache's poll); entries are keyed by partner, never by a secret.
+  const inboundSecretsRepo = deps.secretBox
+    ? createInboundSecretsRepo(deps.db, deps.secretBox)
+    : undefined;
+  const inboundSecrets = inboundSecretsRepo && {
+    get: (partnerId: string, environment: Environment) =>
+      cache.get(`inbound_secret:${partnerId}:${environment}`, () =>
+        inboundSecretsRepo.get(partnerId, environment),
+      ),
+  };
   const keys: ApiKeysRepo = {
     ...keysRepo,
     // Keyed by the key's hash: the cache never holds a secret as a map key.
@@ -247,7 +258,7 @@ export async function buildApp(deps: AppDeps) {
       positionRoute({ products, chain }),
       inboundWebhookRoute({
         products,
-        secrets: deps.secretBox ? createInboundSecretsRepo(deps.db, deps.secretBox) : undefined,
+        secrets: inboundSecrets,
         events: createInboundEventsRepo(deps.db),
       }),
     ],

@@ -102,41 +102,41 @@ export function createInboundEventsRepo(
 
   return {
     async store(e) {
-      return db.transaction(async (tx) => {
-        const { rows } = await tx.query<Row>(
-          `INSERT INTO inbound_events (partner_id, environment, idempotency_key, event_type,
-             body_sha256, body, occurred_at, product_id, chain_id, tx_hash)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)
-           ON CONFLICT (partner_id, idempotency_key) DO NOTHING
-           RETURNING *`,
-          [
-            e.partnerId,
-            e.environment,
-            e.idempotencyKey,
-            e.eventType,
-            e.bodySha256,
-            e.body,
-            e.occurredAt,
-            e.tx?.productId ?? null,
-            e.tx?.chainId ?? null,
-            e.tx?.txHash ?? null,
-          ],
-        );
-        const inserted = rows[0];
-        if (inserted) {
-          if (!e.tx) return { outcome: 'stored', event: toEvent(inserted) };
-          // A log the indexer already stored links at once; later ones link by trigger.
-          await tx.query('SELECT link_inbound_events(ARRAY[$1]::bigint[])', [inserted.id]);
-          const linked = await tx.query<Row>('SELECT * FROM inbound_events WHERE id = $1', [
-            inserted.id,
-          ]);
-          return { outcome: 'stored', event: toEvent(linked.rows[0] ?? inserted) };
-        }
-        // The key exists (committed: a concurrent first insert was waited for by the INSERT).
-        const existing = await find(tx, e.partnerId, e.idempotencyKey);
-        if (!existing) throw new Error('inbound event conflict without a stored row');
-        return { outcome: sameRequest(existing, e) ? 'duplicate' : 'conflict', event: existing };
-      });
+      // One autocommitted statement decides: a concurrent request with the same key waits on the
+      // unique index until this one commits, then conflicts and reads it (duplicate or 409).
+      const { rows } = await db.query<Row>(
+        `INSERT INTO inbound_events (partner_id, environment, idempotency_key, event_type,
+           body_sha256, body, occurred_at, product_id, chain_id, tx_hash)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)
+         ON CONFLICT (partner_id, idempotency_key) DO NOTHING
+         RETURNING *`,
+        [
+          e.partnerId,
+          e.environment,
+          e.idempotencyKey,
+          e.eventType,
+          e.bodySha256,
+          e.body,
+          e.occurredAt,
+          e.tx?.productId ?? null,
+          e.tx?.chainId ?? null,
+          e.tx?.txHash ?? null,
+        ],
+      );
+      const inserted = rows[0];
+      if (inserted) {
+        if (!e.tx) return { outcome: 'stored', event: toEvent(inserted) };
+        // A log the indexer already stored links at once; later ones link by trigger (and the
+        // worker's sweep, should this statement fail: linking is idempotent).
+        await db.query('SELECT link_inbound_events(ARRAY[$1]::bigint[])', [inserted.id]);
+        const linked = await db.query<Row>('SELECT * FROM inbound_events WHERE id = $1', [
+          inserted.id,
+        ]);
+        return { outcome: 'stored', event: toEvent(linked.rows[0] ?? inserted) };
+      }
+      const existing = await find(db, e.partnerId, e.idempotencyKey);
+      if (!existing) throw new Error('inbound event conflict without a stored row');
+      return { outcome: sameRequest(existing, e) ? 'duplicate' : 'conflict', event: existing };
     },
 
     find: (partnerId, idempotencyKey) => find(db, partnerId, idempotencyKey),

@@ -17,6 +17,7 @@ import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
+import { waitFor } from '../helpers/process.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -750,9 +751,21 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
       expectError(res, 400, 'invalid_payload', /data\.product_slug/);
     });
 
-    it('a rotated secret takes effect at once', async () => {
+    it('a rotated secret takes effect within the read cache poll (1 s)', async () => {
       const inbound = createInboundSecretsRepo(t.db, box);
       const rotated = (await inbound.set(ids.bravo, 'live')).secret;
+      const rotatedAt = Date.now();
+      // The secret is cached with the read model: the rotation bumps its version, and every API
+      // process drops the old secret at its next poll.
+      await waitFor(
+        async () =>
+          (await send(ping(), { apiKey: keys.bravoLive, secret: rotated })).statusCode === 200
+            ? true
+            : undefined,
+        3_000,
+        'the rotated secret',
+      );
+      expect(Date.now() - rotatedAt).toBeLessThan(2_500);
       const old = await send(ping(), { apiKey: keys.bravoLive, secret: secrets.bravoLive });
       expectError(old, 401, 'signature_mismatch');
       const fresh = await send(ping(), { apiKey: keys.bravoLive, secret: rotated });

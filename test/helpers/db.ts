@@ -6,7 +6,7 @@
  * created on the server; PGlite gets a copy of a migrated template directory (initdb costs seconds,
  * a copy a fraction of one). Call the returned `drop()` in afterAll/afterEach.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -77,9 +77,10 @@ async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Prom
 async function pgliteTemplate(migrated: boolean): Promise<string> {
   const key = migrated
     ? listMigrations()
-        .map((m) => m.checksum.slice(0, 8))
-        .join('')
-        .slice(0, 48)
+        // Every migration counts: a new file must never reuse a stale template.
+        .reduce((h, m) => h.update(m.checksum), createHash('sha256'))
+        .digest('hex')
+        .slice(0, 32)
     : 'empty';
   const dir = path.join(tmpdir(), `pys-pglite-template-${key}`);
   if (existsSync(dir)) return dir;

@@ -114,8 +114,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       }
       if (!stopRequested && config.ROLES.includes('worker')) {
         const dispatcher = createDispatcher({ db, logger, sender, secretBox });
+        const linker = createInboundLinker({ db, logger });
         worker = createWorker(
-          [...buildWorkerJobs({ db, logger, runtime }), dispatcher.job()],
+          [...buildWorkerJobs({ db, logger, runtime }), dispatcher.job(), linker.job()],
           logger,
         );
         worker.start();

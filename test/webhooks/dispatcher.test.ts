@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createWebhookDeliveriesRepo } from '../../src/db/webhook-deliveries.ts';
 import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
 import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
 import { createDispatcher, retryDelay } from '../../src/webhooks/dispatcher.ts';
@@ -164,6 +165,45 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     const times = receiver.requests.map((r) => r.receivedAt);
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(80);
     expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(80);
+  });
+
+  it('a failed delivery replayed by the operator gets three fresh attempts and is delivered', async () => {
+    const { db, partner, emit, destinations } = await setup({ retryMs: 50 });
+    let calls = 0;
+    const receiver = await startHttpsReceiver({
+      handler: () => ({ status: ++calls <= 3 ? 500 : 200 }),
+    });
+    cleanups.push(() => receiver.close());
+    await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
+    const event = await emit('ping', { replay: true });
+    const [failed] = await waitFor(
+      async () => {
+        const rows = await deliveries(db);
+        return rows[0]?.status === 'failed' ? rows : undefined;
+      },
+      10_000,
+      'failed status',
+    );
+    const [replay] = await createWebhookDeliveriesRepo(db).replayEvent(event!.id);
+    expect(replay).toMatchObject({ status: 'pending', attempts: 0, replayOf: failed!.id });
+    const rows = await waitFor(
+      async () => {
+        const all = await deliveries(db);
+        return all.find((r) => r.id === replay!.id)?.status === 'delivered' ? all : undefined;
+      },
+      10_000,
+      'the replay delivered',
+    );
+    expect(rows.find((r) => r.id === replay!.id)).toMatchObject({
+      attempts: 1,
+      last_response_code: 200,
+    });
+    // The original row is left as it was.
+    expect(rows.find((r) => r.id === failed!.id)).toMatchObject({ status: 'failed', attempts: 3 });
+    expect(receiver.requests).toHaveLength(4);
+    expect(new Set(receiver.requests.map((r) => r.body.toString()))).toEqual(
+      new Set([event!.payload]),
+    );
   });
 
   it('a receiver that recovers gets the retry: delivered on attempt 2', async () => {

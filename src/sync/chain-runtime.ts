@@ -62,9 +62,27 @@ export function startLocalConfirmer(
   depth: number,
   logger: Logger,
   intervalMs = 500,
+  now: () => number = Date.now,
 ): { stop(): Promise<void> } {
   const rpc = createRpc(rpcUrl);
   let seen = -1n;
+  /**
+   * A quiet chain would also never close a UTC day: the snapshot of day D needs a block at or after
+   * D+1 00:00 UTC. When the newest block is from an earlier UTC day than the wall clock, mine one
+   * block at the current second, and `depth` on top so it confirms.
+   */
+  const closeDay = async () => {
+    const latest = (await rpc('eth_getBlockByNumber', ['latest', false])) as {
+      timestamp: string;
+    } | null;
+    if (!latest) return;
+    const nowSeconds = Math.floor(now() / 1000);
+    const blockDay = Math.floor(Number(BigInt(latest.timestamp)) / 86_400);
+    if (blockDay >= Math.floor(nowSeconds / 86_400)) return;
+    await rpc('evm_mine', [toHex(nowSeconds)]);
+    await rpc('anvil_mine', [toHex(depth)]);
+    logger.debug({ timestamp: nowSeconds }, 'local chain: mined a block to close the UTC day');
+  };
   let stopped = false;
   let running: Promise<void> | undefined;
   const hasTransactions = async (n: bigint) => {
@@ -74,6 +92,7 @@ export function startLocalConfirmer(
     return (block?.transactions.length ?? 0) > 0;
   };
   const poll = async () => {
+    await closeDay();
     const head = BigInt((await rpc('eth_blockNumber', [])) as string);
     if (head === seen) return;
     seen = head;

@@ -8,6 +8,7 @@ import { buildApp } from '../../src/api/app.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { insertSnapshots } from '../helpers/snapshots.ts';
@@ -22,6 +23,7 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
   let key: string;
   let keyId: string;
   let product: Product;
+  let contracts: ContractCheck[];
 
   beforeAll(async () => {
     t = await freshDatabase(engine);
@@ -56,12 +58,14 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
     key = created.key;
     keyId = created.record.id;
     apps = [];
+    contracts = [];
     for (let i = 0; i < 2; i++) {
       const app = await buildApp({
         db: t.db,
         logger: captureLogger().logger,
         readCache: { pollMs: POLL_MS },
       });
+      contracts.push(attachContractCheck(app));
       await app.ready();
       apps.push(app);
     }
@@ -121,6 +125,13 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
     await settle();
     for (const i of [0, 1]) {
       expect((await get(i, '/api/partner/products')).json().code).toBe('revoked_api_key');
+    }
+  });
+
+  it('every response of both processes matches the OpenAPI document', () => {
+    for (const contract of contracts) {
+      expect(contract.checked()).toBeGreaterThan(0);
+      contract.assertClean();
     }
   });
 });

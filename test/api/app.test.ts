@@ -206,15 +206,15 @@ describe('graceful close', () => {
 describe('readiness when the database is gone', () => {
   it('answers 503 in the envelope', async () => {
     const t = await freshDatabase('pglite');
-    // No contract check asserted here: the check finds a real violation, "GET /ready → 503:
-    // status 503 is not documented" (the route documents only 200, yet answers 503
-    // service_unavailable). Attach and assert it once the document lists that 503.
     const app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    const contract = attachContractCheck(app);
     await t.drop(); // closes the database under the running app
     const res = await app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ success: false, code: 'service_unavailable' });
     await app.close();
+    contract.assertClean();
+    expect(contract.checked()).toBe(1);
   });
 });
 
@@ -237,12 +237,14 @@ describe('readiness with Redis configured', () => {
     const t = await freshDatabase('pglite');
     const redis = createRedis(`redis://127.0.0.1:${await deadPort()}`);
     redis.on('error', () => {}); // connection refusals are the point of this test
-    // No contract check asserted here: same undocumented GET /ready → 503 as above.
     const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+    const contract = attachContractCheck(app);
     const res = await app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ success: false, code: 'service_unavailable' });
     await app.close();
+    contract.assertClean();
+    expect(contract.checked()).toBe(1);
     redis.disconnect();
     await t.drop();
   });

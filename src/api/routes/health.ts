@@ -7,6 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../db/client.ts';
 import type { Redis } from '../../redis.ts';
 import { ApiError } from '../errors.ts';
+import { errorResponses } from '../schemas.ts';
 
 const READY_TIMEOUT_MS = 2000;
 
@@ -57,6 +58,7 @@ export const healthRoutes: FastifyPluginAsync<{ db: Database; redis?: Redis | un
               redis: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')]),
             }),
           }),
+          ...errorResponses(['service_unavailable', 'internal_error']),
         },
       },
     },

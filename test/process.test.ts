@@ -70,7 +70,11 @@ describe('the service process', () => {
     const p = spawnCli(['start'], { ...CHAIN, DATA_DIR: tempDir(), PORT: '0', ROLES: 'api' });
     await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 60_000, 'listening');
     p.child.kill('SIGINT');
-    expect((await p.exited).code).toBe(0);
+    const exit = await p.exited;
+    expect(exit, `stdout: ${p.stdout().slice(-1500)}\nstderr: ${p.stderr()}`).toEqual({
+      code: 0,
+      signal: null,
+    });
   });
 
   it('stops at once with one clear line when a setting is bad', async () => {

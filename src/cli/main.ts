@@ -30,10 +30,6 @@ async function runStart(): Promise<void> {
   const config = configOrExit();
   const logger = createLogger(config.LOG_LEVEL);
   const service = await startService(config, logger);
-  if (service.url) {
-    logger.info({ url: service.url }, 'listening');
-    process.stdout.write(`Partner yield service listening on ${service.url}\n`);
-  }
   let shuttingDown = false;
   const shutdown = (signal: NodeJS.Signals | 'chain failure') => {
     if (shuttingDown) return;
@@ -58,6 +54,13 @@ async function runStart(): Promise<void> {
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  // Printed only once the signal handlers are in place: whoever waits for this line may signal the
+  // process at once (under load, a line printed first could be read, and SIGINT sent, before the
+  // handler existed — killing the process instead of shutting it down).
+  if (service.url) {
+    logger.info({ url: service.url }, 'listening');
+    process.stdout.write(`Partner yield service listening on ${service.url}\n`);
+  }
   service.ready.then(
     (ready) => {
       if (ready.localRpcUrl) {

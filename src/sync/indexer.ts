@@ -38,6 +38,7 @@ import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
 import { buildEvents, type IndexedEvent, readSettlementTimes } from './indexer/events.ts';
 import { getEngineLogs, RangeRejectedError } from './indexer/logs.ts';
+import { createRangeWindow } from './indexer/range-window.ts';
 import { insertEvents } from './indexer/store.ts';
 
 export interface IndexerDeps {
@@ -53,6 +54,8 @@ export interface IndexerDeps {
   maxRewindBlocks?: number;
   /** Rows per INSERT statement. */
   insertChunk?: number;
+  /** Logs per range the range window aims at (default 2,000; see indexer/range-window.ts). */
+  targetLogsPerRange?: number;
   /** Failure injection for tests: runs in the range transaction after each inserted chunk. */
   afterInsertChunk?: (written: number) => void | Promise<void>;
 }
@@ -106,6 +109,10 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   const insertChunk = deps.insertChunk ?? (db.engine === 'pglite' ? 1_000 : 5_000);
   let limit = configuredLimit;
   let successes = 0;
+  const window = createRangeWindow({
+    maxBlocks: configuredLimit,
+    ...(deps.targetLogsPerRange ? { targetLogs: deps.targetLogsPerRange } : {}),
+  });
 
   /** Runs fn in a transaction that commits only while this process still holds the lease. */
   const leasedTx = <T>(fn: (tx: Queryable) => Promise<T>) =>
@@ -288,7 +295,10 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     let cursor: Cursor = stored;
 
     let restarts = 0;
-    const rangeEnd = (c: Cursor) => (c.blockNumber + limit < safe ? c.blockNumber + limit : safe);
+    const rangeEnd = (c: Cursor) => {
+      const span = window.blocks < limit ? window.blocks : limit;
+      return c.blockNumber + span < safe ? c.blockNumber + span : safe;
+    };
     // The next range is fetched while the current one is written (the RPC and the database work
     // at once). A prefetch only checks continuity against the uncommitted end of the current
     // range: if that commit fails, the prefetch is dropped with it.
@@ -319,6 +329,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         continue;
       }
       const next = result.next;
+      window.record(next.blockNumber - cursor.blockNumber, result.logs);
       if (next.blockNumber < safe && !signal?.aborted) {
         pending = fetchRange(next, rangeEnd(next), engines);
         // Handled when awaited; until then it must not count as an unhandled rejection.

@@ -130,6 +130,30 @@ describe.each(storageEngines())('log indexer faults on %s', (engineName) => {
     expect(proxy.spans.every((s) => s <= 3)).toBe(true);
   });
 
+  it('after a heavy range the range window asks for fewer blocks (toward the logs target)', async () => {
+    const { db } = await open();
+    const { engine } = await engineProduct(fx, db, 'sync');
+    const first = await deposits(engine, 8);
+    await mine(fx, 2);
+    const indexer = makeIndexer(fx, db, captureLogger().logger, {
+      rpcUrls: [proxy.url],
+      chain: { ...chainSettings(fx, [proxy.url]), blockRangeLimit: 64 },
+      targetLogsPerRange: 2,
+    });
+    await indexer.runOnce(); // one range over every block so far: heavy for a target of 2 logs
+    const second = await deposits(engine, 8);
+    await mine(fx, 2);
+    proxy.spans.length = 0;
+    await indexer.runOnce();
+    expect((await storedEvents(db, 'deposit.confirmed')).map((e) => e.txHash)).toEqual([
+      ...first,
+      ...second,
+    ]);
+    expect(proxy.spans.length).toBeGreaterThan(2);
+    // Far below the provider limit of 64 blocks: each range holds a handful of logs.
+    expect(proxy.spans.every((s) => s <= 8), JSON.stringify(proxy.spans)).toBe(true);
+  });
+
   it('two workers on one database never double-index; the second takes over when the first stops renewing', async () => {
     const t = await open();
     const { engine } = await engineProduct(fx, t.db, 'sync');

@@ -151,7 +151,10 @@ describe.each(storageEngines())('log indexer faults on %s', (engineName) => {
     ]);
     expect(proxy.spans.length).toBeGreaterThan(2);
     // Far below the provider limit of 64 blocks: each range holds a handful of logs.
-    expect(proxy.spans.every((s) => s <= 8), JSON.stringify(proxy.spans)).toBe(true);
+    expect(
+      proxy.spans.every((s) => s <= 8),
+      JSON.stringify(proxy.spans),
+    ).toBe(true);
   });
 
   it('two workers on one database never double-index; the second takes over when the first stops renewing', async () => {

@@ -97,6 +97,10 @@ async function createPglite(dataDir?: string): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   const db = new PGlite({
     ...(dataDir ? { dataDir } : {}),
+    // PostgreSQL's default 128 MB of shared buffers lives in the WASM heap, i.e. in this process's
+    // RSS; the files are in the OS page cache anyway. Measured on bench:api: 250–280 MB RSS instead
+    // of 385–425 MB, at the same throughput.
+    startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
     parsers: { [OID.INT8]: asText, [OID.NUMERIC]: asText, [OID.DATE]: asText },
   });
   await db.waitReady;

@@ -27,7 +27,10 @@ import { createPartnersRepo } from '../src/db/partners.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/yield-service.mjs');
 /** The Node flags `npm start` (and the bin's shebang) run the service with. */
-const SERVICE_NODE_FLAGS = ['--max-semi-space-size=2'];
+const SERVICE_NODE_FLAGS = [
+  '--max-semi-space-size=2',
+  ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
+];
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;
 // Live keys allow 1,000 requests a minute each: enough keys that the whole run stays under budget.

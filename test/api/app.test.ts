@@ -119,7 +119,9 @@ describe('HTTP basics', () => {
 
   it('every response carries a request id; a safe caller id is echoed, an unsafe one replaced', async () => {
     const generated = await app.inject({ method: 'GET', url: '/health' });
-    expect(generated.headers['x-request-id']).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+    expect(generated.headers['x-request-id']).toMatch(/^req_[A-Za-z0-9_-]{12}[0-9a-z]+$/);
+    const next = await app.inject({ method: 'GET', url: '/health' });
+    expect(next.headers['x-request-id']).not.toBe(generated.headers['x-request-id']);
     const echoed = await app.inject({
       method: 'GET',
       url: '/nope',

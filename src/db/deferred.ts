@@ -12,6 +12,7 @@ export function deferredDatabase(engine: Database['engine'], ready: Promise<Data
     engine,
     query: async (sql, params) => (await ready).query(sql, params),
     exec: async (sql) => (await ready).exec(sql),
+    copyFrom: async (table, columns, text) => (await ready).copyFrom(table, columns, text),
     transaction: async (fn) => (await ready).transaction(fn),
     close: async () => {
       const db = await ready.catch(() => undefined);

@@ -1,6 +1,8 @@
 /**
  * Repository of stored events. An event is written once: the dedupe key is unique, so writing the
- * same chain log or the same day's alert twice stores nothing the second time. The payload is kept
+ * same chain log or the same day's alert twice stores nothing the second time. A chain log's key is
+ * (event_type, chain_id, tx_hash, log_index), unique as columns; the indexer writes no dedupe_key
+ * text for it, and reads rebuild the text. The payload is kept
  * as the exact JSON text that webhooks sign and send.
  */
 import { newId } from '../ids.ts';
@@ -48,7 +50,8 @@ interface EventRow {
   environment: Environment;
   product_id: string | null;
   event_type: string;
-  dedupe_key: string;
+  /** Null for chain-log events, whose key is their columns (events_chain_log). */
+  dedupe_key: string | null;
   payload: string;
   occurred_at: Date;
   chain_id: string | null;
@@ -64,7 +67,9 @@ const toEvent = (r: EventRow): StoredEvent => ({
   environment: r.environment,
   productId: r.product_id,
   eventType: r.event_type,
-  dedupeKey: r.dedupe_key,
+  dedupeKey:
+    r.dedupe_key ??
+    dedupeKey.chainLog(r.event_type, Number(r.chain_id), r.tx_hash ?? '', r.log_index ?? 0),
   payload: r.payload,
   occurredAt: r.occurred_at,
   chainId: r.chain_id === null ? null : Number(r.chain_id),
@@ -91,7 +96,7 @@ export function createEventsRepo(db: Queryable) {
         `INSERT INTO events (id, partner_id, environment, product_id, event_type, dedupe_key, payload,
            occurred_at, chain_id, block_number, block_hash, tx_hash, log_index)
          VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
-         ON CONFLICT (dedupe_key) DO NOTHING
+         ON CONFLICT DO NOTHING
          RETURNING *`,
         [
           newId('evt'),
@@ -105,7 +110,7 @@ export function createEventsRepo(db: Queryable) {
           e.chain?.chainId ?? null,
           e.chain?.blockNumber.toString() ?? null,
           e.chain?.blockHash ?? null,
-          e.chain?.txHash ?? null,
+          e.chain?.txHash.toLowerCase() ?? null,
           e.chain?.logIndex ?? null,
         ],
       );

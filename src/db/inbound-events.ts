@@ -90,7 +90,7 @@ const sameRequest = (stored: InboundEvent, e: NewInboundEvent) =>
   stored.environment === e.environment;
 
 export function createInboundEventsRepo(
-  db: Pick<Database, 'query' | 'exec' | 'transaction'>,
+  db: Pick<Database, 'query' | 'exec' | 'copyFrom' | 'transaction'>,
 ): InboundEventsRepo {
   const find = async (q: Queryable, partnerId: string, idempotencyKey: string) => {
     const { rows } = await q.query<Row>(

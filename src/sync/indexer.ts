@@ -36,10 +36,10 @@ import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
-import { buildEvents, type IndexedEvent, readSettlementTimes } from './indexer/events.ts';
+import { buildEvents, readSettlementTimes } from './indexer/events.ts';
 import { getEngineLogs, RangeRejectedError } from './indexer/logs.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
-import { insertEvents } from './indexer/store.ts';
+import { insertPrepared, type PreparedEvents, prepareEvents } from './indexer/store.ts';
 
 export interface IndexerDeps {
   db: Database;
@@ -208,7 +208,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     kind: 'fetched';
     from: bigint;
     next: Cursor;
-    events: IndexedEvent[];
+    events: PreparedEvents;
     logs: number;
     rpcMs: number;
     buildMs: number;
@@ -243,7 +243,11 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       }
     }
     const fetched = performance.now();
-    const events = buildEvents(logs, { chainId, engines, headers, settlement });
+    // Built and rendered here, while the previous range is being written.
+    const events = prepareEvents(
+      buildEvents(logs, { chainId, engines, headers, settlement }),
+      insertChunk,
+    );
     return {
       kind: 'fetched',
       from,
@@ -259,10 +263,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   async function commitRange(cursor: Cursor, r: Fetched): Promise<number> {
     const started = performance.now();
     const inserted = await leasedTx(async (tx) => {
-      const n = await insertEvents(tx, r.events, {
-        chunk: insertChunk,
-        ...(deps.afterInsertChunk ? { afterChunk: deps.afterInsertChunk } : {}),
-      });
+      const n = await insertPrepared(tx, r.events, deps.afterInsertChunk);
       await createCursorsRepo(tx).move(chainId, cursor, r.next);
       return n;
     });

@@ -6,7 +6,6 @@
 import { encodeFunctionData, getAddress, type Hex, hexToBigInt, numberToHex } from 'viem';
 import type { SyncPublicClient } from '../../chain/chains.ts';
 import { yieldEngineAbi } from '../../chain/generated/YieldEngine.ts';
-import { dedupeKey } from '../../db/events.ts';
 import type { Product } from '../../db/products.ts';
 import { formatUnits } from '../../money/units.ts';
 import type { Header } from './blocks.ts';
@@ -19,8 +18,8 @@ export interface IndexedEvent {
   partnerId: string;
   environment: Product['environment'];
   productId: string;
+  /** With chainId, txHash and logIndex: the event's dedupe key (events_chain_log). */
   eventType: LifecycleEventType;
-  dedupeKey: string;
   /** The exact JSON text that is stored, signed and sent. */
   payload: string;
   /** Block time, ISO 8601 UTC (`YYYY-MM-DDTHH:MM:SSZ`, as in the payload). */
@@ -183,7 +182,6 @@ export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): Indexed
       environment: product.environment,
       productId: product.id,
       eventType,
-      dedupeKey: dedupeKey.chainLog(eventType, ctx.chainId, txHash, logIndex),
       payload: JSON.stringify(payload),
       occurredAt,
       chainId: ctx.chainId,

@@ -1,63 +1,131 @@
 /**
- * Multi-row event insert for the indexer: one statement per chunk, the rows passed as one JSON
- * parameter (an array of objects with one-letter keys) read by json_to_recordset. One parameter
- * whatever the row count (no bind-parameter limit, one parse per chunk), and the rows are serialised
- * by the native JSON.stringify instead of the drivers' per-element array escaping, which cost more
- * than the JSON route on both engines. ON CONFLICT DO NOTHING on the dedupe key makes re-indexing a
- * range a no-op. WITH ORDINALITY + ORDER BY keeps seq in chain order.
+ * Event writes for the indexer, in two steps so that the CPU work happens off the write path:
+ *
+ * - prepareEvents (while the previous range is being written): gives each event its id and renders
+ *   the rows as COPY text, in chunks;
+ * - insertPrepared (in the range's transaction): COPY, the cheapest way both engines take thousands
+ *   of rows (no SQL or JSON to parse per row; figures in docs/decisions.md, "Indexer writes").
+ *
+ * COPY has no ON CONFLICT, so each chunk runs under a savepoint: a chunk that meets an event already
+ * stored (a range indexed again after a rewind, or a raced holder) is rolled back to it and inserted
+ * again by the conflict-tolerant statement, which skips the stored ones. Either way the rows go in
+ * chain order, so seq follows it. A chain-log event's key is its columns (events_chain_log), so no
+ * dedupe_key text is written.
  */
 import type { Queryable } from '../../db/client.ts';
+import { copyField, unescapeCopyField } from '../../db/copy-text.ts';
 import { newId } from '../../ids.ts';
 import type { IndexedEvent } from './events.ts';
 
 export const DEFAULT_INSERT_CHUNK = 1_000;
 
-const INSERT_SQL = `INSERT INTO events (id, partner_id, environment, product_id, event_type, dedupe_key,
-    payload, occurred_at, chain_id, block_number, block_hash, tx_hash, log_index)
-  SELECT i, p, e, r, t, d, y, o, c, b, h, x, l
-  FROM ROWS FROM (json_to_recordset($1::json) AS (i text, p text, e text, r text, t text, d text,
-    y text, o timestamptz, c bigint, b bigint, h text, x text, l integer))
-    WITH ORDINALITY AS j(i, p, e, r, t, d, y, o, c, b, h, x, l, ord)
-  ORDER BY ord
-  ON CONFLICT (dedupe_key) DO NOTHING`;
+const COLUMNS = [
+  'id',
+  'partner_id',
+  'environment',
+  'product_id',
+  'event_type',
+  'payload',
+  'occurred_at',
+  'chain_id',
+  'block_number',
+  'block_hash',
+  'tx_hash',
+  'log_index',
+] as const;
 
-/** One row as json_to_recordset reads it (keys as in INSERT_SQL's column definition list). */
-function row(e: IndexedEvent) {
-  return {
-    i: newId('evt'),
-    p: e.partnerId,
-    e: e.environment,
-    r: e.productId,
-    t: e.eventType,
-    d: e.dedupeKey,
-    y: e.payload,
-    o: e.occurredAt,
-    c: e.chainId,
-    // bigint has no JSON form; the decimal string reads back exactly as bigint.
-    b: e.blockNumber.toString(),
-    h: e.blockHash,
-    x: e.txHash,
-    l: e.logIndex,
-  };
+/** The conflict-tolerant path: the chunk's rows as a JSON array of arrays, conflicts skipped. */
+const FALLBACK_SQL = `INSERT INTO events (${COLUMNS.join(', ')})
+  SELECT r->>0, r->>1, r->>2, r->>3, r->>4, r->>5, (r->>6)::timestamptz, (r->>7)::bigint,
+    (r->>8)::bigint, r->>9, r->>10, (r->>11)::integer
+  FROM json_array_elements($1::json) WITH ORDINALITY AS j(r, ord)
+  ORDER BY ord
+  ON CONFLICT DO NOTHING`;
+
+export interface PreparedChunk {
+  /** Rows in COPY text format, one line each. */
+  readonly text: string;
+  readonly count: number;
+}
+
+export interface PreparedEvents {
+  readonly chunks: readonly PreparedChunk[];
+  readonly count: number;
 }
 
 /**
- * Inserts the events in order (seq follows chain order); returns how many were new. `afterChunk` runs
- * inside the caller's transaction after each chunk with the running count: a failure injector for
- * tests (a throw there is a crash in the middle of a range).
+ * COPY's text format escapes backslash, tab, newline and carriage return. Of an event's fields only
+ * the payload can hold any of them; ids, hashes, numbers, times and enum values are ASCII without
+ * them by construction, so they are written as they are.
  */
-export async function insertEvents(
+function line(e: IndexedEvent): string {
+  return `${newId('evt')}\t${e.partnerId}\t${e.environment}\t${e.productId}\t${e.eventType}\t${copyField(e.payload)}\t${e.occurredAt}\t${e.chainId}\t${e.blockNumber}\t${e.blockHash}\t${e.txHash}\t${e.logIndex}\n`;
+}
+
+export function prepareEvents(
+  events: readonly IndexedEvent[],
+  chunk = DEFAULT_INSERT_CHUNK,
+): PreparedEvents {
+  const chunks: PreparedChunk[] = [];
+  for (let i = 0; i < events.length; i += chunk) {
+    let text = '';
+    const end = Math.min(i + chunk, events.length);
+    for (let j = i; j < end; j++) text += line(events[j] as IndexedEvent);
+    chunks.push({ text, count: end - i });
+  }
+  return { chunks, count: events.length };
+}
+
+const UNIQUE_VIOLATION = '23505';
+const isUniqueViolation = (err: unknown) =>
+  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
+
+/** The chunk's rows as arrays of field values again (the inverse of line()). */
+function fallbackRows(text: string): (string | null)[][] {
+  return text
+    .slice(0, -1)
+    .split('\n')
+    .map((l) => l.split('\t').map(unescapeCopyField));
+}
+
+async function insertChunk(tx: Queryable, chunk: PreparedChunk): Promise<number> {
+  // No RELEASE: a savepoint ends with its transaction, and the next one of the same name shadows it.
+  await tx.query('SAVEPOINT indexer_chunk');
+  try {
+    return await tx.copyFrom('events', COLUMNS, chunk.text);
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    await tx.query('ROLLBACK TO SAVEPOINT indexer_chunk');
+    const r = await tx.query(FALLBACK_SQL, [JSON.stringify(fallbackRows(chunk.text))]);
+    return r.rowCount;
+  }
+}
+
+/**
+ * Inserts prepared events in order (seq follows chain order); returns how many were new.
+ * `afterChunk` runs inside the caller's transaction after each chunk with the running count: a
+ * failure injector for tests (a throw there is a crash in the middle of a range).
+ */
+export async function insertPrepared(
+  tx: Queryable,
+  prepared: PreparedEvents,
+  afterChunk?: (written: number) => void | Promise<void>,
+): Promise<number> {
+  let inserted = 0;
+  let written = 0;
+  for (const chunk of prepared.chunks) {
+    inserted += await insertChunk(tx, chunk);
+    written += chunk.count;
+    await afterChunk?.(written);
+  }
+  return inserted;
+}
+
+/** prepareEvents then insertPrepared, for callers with nothing to overlap. */
+export function insertEvents(
   tx: Queryable,
   events: readonly IndexedEvent[],
   options: { chunk?: number; afterChunk?: (written: number) => void | Promise<void> } = {},
 ): Promise<number> {
-  const chunk = options.chunk ?? DEFAULT_INSERT_CHUNK;
-  let inserted = 0;
-  for (let i = 0; i < events.length; i += chunk) {
-    const part = events.slice(i, i + chunk);
-    const r = await tx.query(INSERT_SQL, [JSON.stringify(part.map(row))]);
-    inserted += r.rowCount;
-    await options.afterChunk?.(i + part.length);
-  }
-  return inserted;
+  return insertPrepared(tx, prepareEvents(events, options.chunk), options.afterChunk);
 }

@@ -14,7 +14,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -172,9 +172,19 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       if (r.status === 200) break;
       await new Promise((r) => setTimeout(r, 200));
     }
+    const day = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 10);
+    const feeStatsPath = `/api/partner/products/${slug}/fee-stats?start_date=${day(365 * 86_400_000)}&end_date=${day(0)}`;
+    // The fee-stats answer's bytes, for the bare route that sends the same bytes.
+    const feeStatsBody = Buffer.from(
+      await (
+        await fetch(`${base}${feeStatsPath}`, { headers: { 'x-api-key': keys[0]! } })
+      ).arrayBuffer(),
+    );
+    const bodyFile = path.join(dataDir, 'fee-stats-body.json');
+    writeFileSync(bodyFile, feeStatsBody);
     const bare = await start(
       ['--import', 'tsx', path.join(ROOT, 'bench/bare-server.ts')],
-      {},
+      { BARE_BODY_FILE: bodyFile },
       /bare listening on (http:\/\/\S+)/,
     );
     children.push(bare.child);
@@ -217,11 +227,16 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       {
         name: 'fee-stats 365 d',
         url: base,
-        paths: [
-          `/api/partner/products/${slug}/fee-stats?start_date=${new Date(Date.now() - 365 * 86_400_000).toISOString().slice(0, 10)}&end_date=${new Date().toISOString().slice(0, 10)}`,
-        ],
+        paths: [feeStatsPath],
         keyed: true,
         pid: apiPid,
+      },
+      {
+        name: `bare, same ${Math.round(feeStatsBody.length / 1024)} KB`,
+        url: bare.match[1]!,
+        paths: ['/bare-bytes'],
+        keyed: false,
+        pid: bare.child.pid!,
       },
       {
         name: 'yield-calc',
@@ -246,8 +261,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       },
     ];
 
+    // BENCH_ONLY=fee-stats,same (substrings of scenario names; the bare route always runs).
+    const only = process.env.BENCH_ONLY?.split(',');
     const results = [];
-    for (const s of scenarios) {
+    for (const s of scenarios.filter(
+      (x, i) => i === 0 || !only || only.some((o) => x.name.includes(o)),
+    )) {
       const r = await run(s, keys);
       results.push(r);
       console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
@@ -267,6 +286,13 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     console.log(
       '\ntargets: products list, apy-history 180 d, fee-stats 365 d >= 0.50 of bare with p99 < 25 ms; position >= 2,000 req/s; RSS < 300 MB',
     );
+    const fee = results.find((r) => r.name === 'fee-stats 365 d');
+    const same = results.find((r) => r.name.startsWith('bare, same'));
+    if (fee && same) {
+      console.log(
+        `fee-stats 365 d beside a bare route sending the same ${feeStatsBody.length} bytes: ${(fee.rps / same.rps).toFixed(2)}`,
+      );
+    }
     const failed = results.filter((r) => r.non2xx > 0 || r.errors > 0);
     if (failed.length) {
       console.error(`errors answered by: ${failed.map((r) => r.name).join(', ')}`);
@@ -303,4 +329,7 @@ async function createBenchDatabase() {
 // in its RSS, so the two runs differ mostly there.
 const engines: Array<'pglite' | 'postgres'> = ['pglite'];
 if (process.env.TEST_DATABASE_URL || process.env.DATABASE_URL) engines.push('postgres');
+// BENCH_ENGINE=pglite|postgres: one engine only (profiling).
+const chosen = process.env.BENCH_ENGINE;
+if (chosen === 'pglite' || chosen === 'postgres') engines.splice(0, engines.length, chosen);
 for (const engine of engines) await benchEngine(engine);

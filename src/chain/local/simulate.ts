@@ -48,7 +48,7 @@ interface PendingRequest {
   claimDay: number;
 }
 
-interface Schedule {
+export interface Schedule {
   pauseActive: number;
   resumeActive: number;
   upstreamHalt: number;
@@ -57,12 +57,21 @@ interface Schedule {
   pauseForGood: number;
 }
 
-function schedule(days: number): Schedule {
+/** Never: a day no history reaches. */
+const NEVER = -1;
+
+/**
+ * The day of each scripted operator event, scaled to the history's length. Whatever the length, the
+ * products end in their demo statuses: the active product's pause is lifted (the same day in a
+ * 2-day history), and the upstream halt (lifted the next day) happens only when a next day exists,
+ * so the sync products do not end paused by it.
+ */
+export function schedule(days: number): Schedule {
   const at = (f: number) => Math.min(days - 1, Math.max(1, Math.floor(days * f)));
   return {
     pauseActive: at(0.4),
     resumeActive: Math.min(days - 1, at(0.4) + 2),
-    upstreamHalt: at(0.55),
+    upstreamHalt: at(0.55) < days - 1 ? at(0.55) : NEVER,
     loss: at(0.5),
     deprecate: at(0.7),
     pauseForGood: at(0.85),

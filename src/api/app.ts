@@ -82,6 +82,8 @@ const OPENAPI_BASE = {
     description:
       'Partner API of the partner yield service: reads, and the signed inbound webhook. Every error is `{ success: false, code, message }`; ' +
       'switch on `code`. Amounts are decimal strings in whole asset units; APYs are decimal fractions with 6 places.\n\n' +
+      'Products, product detail, apy-history and fee-stats answers of 1 KiB or more are sent gzip-encoded (`Content-Encoding: gzip`) ' +
+      'when the request\'s `Accept-Encoding` takes gzip, and as plain JSON otherwise; they carry `Vary: Accept-Encoding`.\n\n' +
       `| code | HTTP | meaning |\n|---|---|---|\n${catalogueTable}`,
   },
   components: {

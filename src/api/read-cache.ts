@@ -5,7 +5,13 @@
  * status change, a new snapshot or a revoked key reaches every API process within `pollMs`, and
  * the request path itself does no database round trip for cached reads.
  */
+import { promisify } from 'node:util';
+import { gzip as gzipCallback } from 'node:zlib';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/client.ts';
+import { acceptsGzip, MIN_GZIP_BYTES } from './content-encoding.ts';
+
+const gzip = promisify(gzipCallback);
 
 export interface ReadCache {
   /** The cached value for key at the current version, or load() stored under it. */
@@ -78,22 +84,40 @@ export function createReadCache(
   };
 }
 
+/** A cached answer: its UTF-8 JSON bytes, and their gzip once a client asked for it. */
+interface CachedBody {
+  readonly identity: Buffer;
+  gzip?: Promise<Buffer>;
+}
+
 /**
  * Sends the JSON body cached under `key`, building and serialising it only on a miss: list
  * endpoints then cost one lookup per request instead of formatting hundreds of amounts. The body is
  * cached as UTF-8 bytes, so a hit does not even re-encode it (a 365-day fee-stats body is ~90 KB),
  * and it is the same bytes the route's schema serialiser would produce (the tests check every
- * response against the OpenAPI document).
+ * response against the OpenAPI document). A client that accepts gzip gets those bytes gzipped, also
+ * once per entry (see content-encoding.ts).
  */
 export async function sendCachedJson(
   cache: ReadCache,
-  reply: { type(contentType: string): { send(payload: never): unknown } },
+  request: FastifyRequest,
+  reply: FastifyReply,
   key: string,
   build: () => Promise<unknown>,
 ): Promise<void> {
-  const body = await cache.get(`body:${key}`, async () =>
-    Buffer.from(JSON.stringify(await build()), 'utf8'),
-  );
-  // `never`: the typed reply expects the schema's object; pre-serialised bytes are sent as-is.
-  reply.type('application/json; charset=utf-8').send(body as never);
+  const body = await cache.get<CachedBody>(`body:${key}`, async () => ({
+    identity: Buffer.from(JSON.stringify(await build()), 'utf8'),
+  }));
+  // The answer depends on Accept-Encoding: shared caches must key on it.
+  reply.header('vary', 'accept-encoding');
+  reply.type('application/json; charset=utf-8');
+  if (body.identity.length >= MIN_GZIP_BYTES && acceptsGzip(request.headers['accept-encoding'])) {
+    body.gzip ??= gzip(body.identity);
+    const compressed = await body.gzip.catch(() => undefined);
+    if (compressed) {
+      reply.header('content-encoding', 'gzip').send(compressed);
+      return;
+    }
+  }
+  reply.send(body.identity);
 }

@@ -2,6 +2,7 @@
  * products, apy-history, fee-stats and yield-calc on both storage engines, with exact snapshot data:
  * every parameter rule and boundary, ordering, state rules, and exact money formatting.
  */
+import { gunzipSync } from 'node:zlib';
 import { Decimal } from 'decimal.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
@@ -345,6 +346,69 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       expect((await calc('100', 'next')).statusCode).toBe(409);
       // The amount's shape is checked before the product: a bad amount on a paused product is 400.
       expect((await calc('abc', 'paused')).json().code).toBe('invalid_amount');
+    });
+  });
+
+  describe('gzip', () => {
+    const fetchWith = (url: string, acceptEncoding?: string) =>
+      app.inject({
+        url,
+        headers: {
+          'x-api-key': live,
+          ...(acceptEncoding ? { 'accept-encoding': acceptEncoding } : {}),
+        },
+      });
+    const urls = [
+      '/api/partner/products',
+      '/api/partner/products/core',
+      '/api/partner/products/core/apy-history?days=180',
+      '/api/partner/products/core/fee-stats?start_date=2025-07-01&end_date=2026-06-29',
+    ];
+
+    it.each(urls)(
+      '%s: gzip when asked for, the same bytes decoded, Vary on every answer',
+      async (url) => {
+        const plain = await fetchWith(url);
+        expect(plain.statusCode).toBe(200);
+        expect(plain.headers['content-encoding']).toBeUndefined();
+        expect(plain.headers.vary).toBe('accept-encoding');
+        const zipped = await fetchWith(url, 'gzip, deflate, br');
+        expect(zipped.statusCode).toBe(200);
+        expect(zipped.headers.vary).toBe('accept-encoding');
+        expect(zipped.headers['content-type']).toBe('application/json; charset=utf-8');
+        if (plain.rawPayload.length < 1024) {
+          // Small answers are not worth compressing.
+          expect(zipped.headers['content-encoding']).toBeUndefined();
+          expect(zipped.rawPayload.equals(plain.rawPayload)).toBe(true);
+          return;
+        }
+        expect(zipped.headers['content-encoding']).toBe('gzip');
+        expect(Number(zipped.headers['content-length'])).toBe(zipped.rawPayload.length);
+        expect(zipped.rawPayload.length).toBeLessThan(plain.rawPayload.length / 3);
+        expect(gunzipSync(zipped.rawPayload).equals(plain.rawPayload)).toBe(true);
+        // A second request is served from the same compressed bytes.
+        const again = await fetchWith(url, 'gzip');
+        expect(again.rawPayload.equals(zipped.rawPayload)).toBe(true);
+      },
+    );
+
+    it('sends plain bytes to a client that refuses gzip or takes only other codings', async () => {
+      const url = urls[3]!;
+      const plain = (await fetchWith(url)).rawPayload;
+      expect(plain.length).toBeGreaterThan(1024);
+      for (const ae of ['gzip;q=0', 'br', 'identity', 'deflate, *;q=0']) {
+        const res = await fetchWith(url, ae);
+        expect(res.statusCode, ae).toBe(200);
+        expect(res.headers['content-encoding'], ae).toBeUndefined();
+        expect(res.rawPayload.equals(plain), ae).toBe(true);
+      }
+    });
+
+    it('never compresses an error', async () => {
+      const res = await fetchWith('/api/partner/products/nope/fee-stats', 'gzip');
+      expect(res.statusCode).toBe(404);
+      expect(res.headers['content-encoding']).toBeUndefined();
+      expect(res.json().code).toBe('not_found');
     });
   });
 

@@ -4,6 +4,7 @@
  * documented response for the status must exist and match; unknown routes must answer the
  * documented error envelope. Violations are collected, and `assertClean()` fails the suite.
  */
+import { gunzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { buildApp } from '../../src/api/app.ts';
@@ -67,9 +68,14 @@ export function attachContractCheck(app: App): ContractCheck {
         return payload;
       }
     }
+    // A gzip answer (the client asked for it) is checked as the client reads it: decoded.
+    const text =
+      reply.getHeader('content-encoding') === 'gzip'
+        ? gunzipSync(payload as Buffer).toString('utf8')
+        : String(payload);
     let body: unknown;
     try {
-      body = JSON.parse(String(payload));
+      body = JSON.parse(text);
     } catch {
       violations.push(`${where}: body is not JSON`);
       return payload;
@@ -77,7 +83,7 @@ export function attachContractCheck(app: App): ContractCheck {
     const validate = validatorFor(schema!);
     if (!validate(body)) {
       violations.push(
-        `${where}: ${ajv.errorsText(validate.errors)} in ${String(payload).slice(0, 200)}`,
+        `${where}: ${ajv.errorsText(validate.errors)} in ${text.slice(0, 200)}`,
       );
     }
     checked++;

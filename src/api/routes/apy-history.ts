@@ -63,17 +63,23 @@ export function apyHistoryRoute(deps: {
         );
         const { from, to } = trailingDays(days, now());
         reply.header('cache-control', 'private, max-age=300');
-        await sendCachedJson(deps.cache, reply, `apy:${product.id}:${from}:${to}`, async () => {
-          const rows = await deps.snapshots.apyHistory(product.id, from, to);
-          return {
-            success: true as const,
-            data: rows.slice(0, days).map((r) => ({
-              date: r.date,
-              underlying_apy: r.underlyingApy!,
-              net_apy_for_user: r.netApyForUser!,
-            })),
-          };
-        });
+        await sendCachedJson(
+          deps.cache,
+          request,
+          reply,
+          `apy:${product.id}:${from}:${to}`,
+          async () => {
+            const rows = await deps.snapshots.apyHistory(product.id, from, to);
+            return {
+              success: true as const,
+              data: rows.slice(0, days).map((r) => ({
+                date: r.date,
+                underlying_apy: r.underlyingApy!,
+                net_apy_for_user: r.netApyForUser!,
+              })),
+            };
+          },
+        );
         return reply;
       },
     );

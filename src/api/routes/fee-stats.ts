@@ -72,22 +72,28 @@ export function feeStatsRoute(deps: {
           'deployed',
         );
         reply.header('cache-control', 'private, max-age=300');
-        await sendCachedJson(deps.cache, reply, `fees:${product.id}:${from}:${to}`, async () => {
-          const rows = await deps.snapshots.feeStats(product.id, from, to);
-          const units = (v: bigint | null) => formatUnits(v ?? 0n, product.assetDecimals);
-          return {
-            success: true as const,
-            data: rows.map((r) => ({
-              date: r.date,
-              engine_total_assets: units(r.engineTotalAssets),
-              daily_yield_assets: units(r.dailyYieldAssets),
-              daily_partner_fee_earned: units(r.dailyPartnerFee),
-              daily_service_fee_earned: units(r.dailyServiceFee),
-              cumulative_partner_fee_earned: units(r.cumulativePartnerFee),
-              net_apy_for_user: r.netApyForUser!,
-            })),
-          };
-        });
+        await sendCachedJson(
+          deps.cache,
+          request,
+          reply,
+          `fees:${product.id}:${from}:${to}`,
+          async () => {
+            const rows = await deps.snapshots.feeStats(product.id, from, to);
+            const units = (v: bigint | null) => formatUnits(v ?? 0n, product.assetDecimals);
+            return {
+              success: true as const,
+              data: rows.map((r) => ({
+                date: r.date,
+                engine_total_assets: units(r.engineTotalAssets),
+                daily_yield_assets: units(r.dailyYieldAssets),
+                daily_partner_fee_earned: units(r.dailyPartnerFee),
+                daily_service_fee_earned: units(r.dailyServiceFee),
+                cumulative_partner_fee_earned: units(r.cumulativePartnerFee),
+                net_apy_for_user: r.netApyForUser!,
+              })),
+            };
+          },
+        );
         return reply;
       },
     );

@@ -102,6 +102,7 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
         reply.header('cache-control', 'private, max-age=60');
         await sendCachedJson(
           deps.cache,
+          request,
           reply,
           `products:${caller.partnerId}:${caller.environment}`,
           async () => {
@@ -131,7 +132,7 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
           'any',
         );
         reply.header('cache-control', 'private, max-age=60');
-        await sendCachedJson(deps.cache, reply, `product:${p.id}`, async () => {
+        await sendCachedJson(deps.cache, request, reply, `product:${p.id}`, async () => {
           const latest = await deps.snapshots.latestFor([p.id]);
           return { success: true as const, data: present(p, latest.get(p.id), deps.chainName) };
         });

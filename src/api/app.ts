@@ -18,7 +18,7 @@ import type { Redis } from '../redis.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createChainReader } from './chain-reader.ts';
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts';
-import { hashApiKey } from './keys.ts';
+import { apiKeyDigest } from './keys.ts';
 import { partnerScope } from './partner-scope.ts';
 import { createReadCache } from './read-cache.ts';
 import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
@@ -83,7 +83,7 @@ const OPENAPI_BASE = {
       'Partner API of the partner yield service: reads, and the signed inbound webhook. Every error is `{ success: false, code, message }`; ' +
       'switch on `code`. Amounts are decimal strings in whole asset units; APYs are decimal fractions with 6 places.\n\n' +
       'Products, product detail, apy-history and fee-stats answers of 1 KiB or more are sent gzip-encoded (`Content-Encoding: gzip`) ' +
-      'when the request\'s `Accept-Encoding` takes gzip, and as plain JSON otherwise; they carry `Vary: Accept-Encoding`.\n\n' +
+      "when the request's `Accept-Encoding` takes gzip, and as plain JSON otherwise; they carry `Vary: Accept-Encoding`.\n\n" +
       `| code | HTTP | meaning |\n|---|---|---|\n${catalogueTable}`,
   },
   components: {
@@ -233,8 +233,7 @@ export async function buildApp(deps: AppDeps) {
   const keys: ApiKeysRepo = {
     ...keysRepo,
     // Keyed by the key's hash: the cache never holds a secret as a map key.
-    findByKey: (key) =>
-      cache.get(`key:${hashApiKey(key).toString('base64url')}`, () => keysRepo.findByKey(key)),
+    findByKey: (key) => cache.get(`key:${apiKeyDigest(key)}`, () => keysRepo.findByKey(key)),
   };
   // The chains may start after the server listens (a fresh local chain takes seconds): the maps
   // fill when they are up, and until then chain reads answer 503 chain_rpc_unavailable.

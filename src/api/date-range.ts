@@ -24,10 +24,23 @@ export function parseDay(raw: string | undefined): number | undefined {
   return t;
 }
 
-export const formatDay = (t: number): string => new Date(t).toISOString().slice(0, 10);
+// Requests name a handful of days (today and a few window starts): formatting them once each
+// keeps a Date and an ISO string per request off the hot path.
+const formatted = new Map<number, string>();
+export function formatDay(t: number): string {
+  let s = formatted.get(t);
+  if (s === undefined) {
+    s = new Date(t).toISOString().slice(0, 10);
+    if (formatted.size >= 4096) formatted.clear();
+    formatted.set(t, s);
+  }
+  return s;
+}
 
+/** 00:00 UTC of now's day (UTC days are whole multiples of 86,400,000 ms of epoch time). */
 export function todayUtc(now: Date): number {
-  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const t = now.getTime();
+  return t - (((t % DAY_MS) + DAY_MS) % DAY_MS);
 }
 
 /** The inclusive [from, to] day range of a fee-stats request. */

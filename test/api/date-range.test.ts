@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { feeStatsRange, parseDay, trailingDays } from '../../src/api/date-range.ts';
+import {
+  feeStatsRange,
+  formatDay,
+  parseDay,
+  todayUtc,
+  trailingDays,
+} from '../../src/api/date-range.ts';
 import { ApiError } from '../../src/api/errors.ts';
 
 const NOW = new Date('2026-11-21T15:00:00Z');
@@ -66,5 +72,22 @@ describe('fee-stats date ranges', () => {
   });
   it('trailing windows end today', () => {
     expect(trailingDays(7, NOW)).toEqual({ from: '2026-11-15', to: '2026-11-21' });
+  });
+});
+
+describe('todayUtc and formatDay', () => {
+  it('truncates to 00:00 UTC exactly, before and after 1970, and formats days', () => {
+    for (const iso of [
+      '2026-06-30T00:00:00.000Z',
+      '2026-06-30T23:59:59.999Z',
+      '2024-02-29T12:00:00.000Z',
+      '1969-12-31T23:59:59.999Z',
+      '1960-01-01T00:00:00.001Z',
+    ]) {
+      const day = iso.slice(0, 10);
+      expect(todayUtc(new Date(iso)), iso).toBe(Date.parse(`${day}T00:00:00Z`));
+      expect(formatDay(todayUtc(new Date(iso))), iso).toBe(day);
+      expect(formatDay(todayUtc(new Date(iso))), `${iso} again`).toBe(day);
+    }
   });
 });

@@ -1,6 +1,7 @@
 /** API keys on every engine: format, hashed storage, lookup, revocation, listing. */
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { environmentOfKey, hashApiKey, maskKey } from '../../src/api/keys.ts';
+import { apiKeyDigest, environmentOfKey, hashApiKey, maskKey } from '../../src/api/keys.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
@@ -79,5 +80,15 @@ describe.each(storageEngines())('api keys on %s', (engine) => {
     expect(listed.map((k) => k.environment)).toEqual(['live', 'test']);
     expect(JSON.stringify(listed)).not.toContain(k1.key);
     expect(await keys.list()).toHaveLength(3);
+  });
+});
+
+describe('key digests', () => {
+  it('are SHA-256 of the key, as bytes and as base64url', () => {
+    for (const key of ['svc_live_abc', 'svc_test_ü✓', '']) {
+      const expected = createHash('sha256').update(key, 'utf8').digest();
+      expect(hashApiKey(key).equals(expected)).toBe(true);
+      expect(apiKeyDigest(key)).toBe(expected.toString('base64url'));
+    }
   });
 });

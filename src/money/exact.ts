@@ -12,8 +12,11 @@ export function assertDecimals(decimals: number): void {
   }
 }
 
+// 10^n for the decimals amounts use (0..80 covers every token); computed once each.
+const POW10: bigint[] = Array.from({ length: 81 }, (_, i) => 10n ** BigInt(i));
+
 export function pow10(n: number): bigint {
-  return 10n ** BigInt(n);
+  return (Number.isInteger(n) && n >= 0 && n <= 80 ? POW10[n] : undefined) ?? 10n ** BigInt(n);
 }
 
 export function abs(x: bigint): bigint {

@@ -8,10 +8,15 @@ import { abs, assertDecimals, parseScaled, pow10 } from './exact.ts';
 /** Whole-unit decimal string of `base / 10^decimals`, exact, in the canonical amount format. */
 export function formatUnits(base: bigint, decimals: number): string {
   assertDecimals(decimals);
-  const scale = pow10(decimals);
-  const a = abs(base);
-  const int = (a / scale).toString();
-  const frac = (a % scale).toString().padStart(decimals, '0').replace(/0+$/, '');
+  // Split the digit string instead of dividing: one conversion per amount (the indexer formats two
+  // per log, the API hundreds per answer).
+  const digits = abs(base).toString();
+  const cut = digits.length - decimals;
+  const int = cut > 0 ? digits.slice(0, cut) : '0';
+  let frac = cut > 0 ? digits.slice(cut) : digits.padStart(decimals, '0');
+  let end = frac.length;
+  while (end > 0 && frac.charCodeAt(end - 1) === 48 /* '0' */) end--;
+  frac = frac.slice(0, end);
   const body = frac === '' ? int : `${int}.${frac}`;
   return base < 0n ? `-${body}` : body;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatUnits, toBaseUnits, tryToBaseUnits } from '../../src/money/index.ts';
-import { randomBits, randomInt, rng } from './oracle.ts';
+import { D, randomBits, randomInt, rng } from './oracle.ts';
 
 const TWO_256 = 2n ** 256n;
 
@@ -99,6 +99,19 @@ describe('toBaseUnits', () => {
   it('throws on bad decimals even in the try variant (caller bug, not input error)', () => {
     expect(() => tryToBaseUnits('1', -1)).toThrow(RangeError);
     expect(() => toBaseUnits('1', 256)).toThrow(RangeError);
+  });
+});
+
+describe('formatUnits against decimal.js (seeded property)', () => {
+  it('equals x / 10^d written by decimal.js, for 5000 random bigints and decimals', () => {
+    const next = rng(0xf0f0n);
+    for (let i = 0; i < 5000; i++) {
+      const mag = randomBits(next, randomInt(next, 0, 300));
+      const x = next() & 1n ? -mag : mag;
+      const d = randomInt(next, 0, 40);
+      const want = new D(x.toString()).div(new D(10).pow(d)).toFixed();
+      expect(formatUnits(x, d), `${x} @ ${d}`).toBe(want === '-0' ? '0' : want);
+    }
   });
 });
 

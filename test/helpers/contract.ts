@@ -82,9 +82,7 @@ export function attachContractCheck(app: App): ContractCheck {
     }
     const validate = validatorFor(schema!);
     if (!validate(body)) {
-      violations.push(
-        `${where}: ${ajv.errorsText(validate.errors)} in ${text.slice(0, 200)}`,
-      );
+      violations.push(`${where}: ${ajv.errorsText(validate.errors)} in ${text.slice(0, 200)}`);
     }
     checked++;
     return payload;

@@ -3,6 +3,10 @@
  * rate beside a bare eth_getLogs sweep over the same range (same range limit) in the same run.
  * Targets: at least 5,000 logs/s and at least half the bare sweep's rate. PGlite always; PostgreSQL
  * too when TEST_DATABASE_URL or DATABASE_URL is set. Prints figures; asserts nothing.
+ *
+ * Every figure is the best of BENCH_RUNS runs (default 3; each indexer run on a fresh database):
+ * on a shared 2-core machine single runs of either side vary by ±30 %, more than the effects
+ * measured, and the best run is the one least disturbed by the rest of the machine.
  */
 import { type Address, encodeFunctionData, type Hex, maxUint256, numberToHex } from 'viem';
 import { type ChainSettings, createSyncClient } from '../src/chain/chains.ts';
@@ -25,7 +29,7 @@ import { createLogger } from '../src/logger.ts';
 import { getEngineLogs, RangeRejectedError } from '../src/sync/indexer/logs.ts';
 import { createRangeWindow } from '../src/sync/indexer/range-window.ts';
 import { createIndexer } from '../src/sync/indexer.ts';
-import { freshDatabase, storageEngines } from '../test/helpers/db.ts';
+import { type EngineName, freshDatabase, storageEngines } from '../test/helpers/db.ts';
 
 const LOGS = 20_000;
 const ENGINES = 2;
@@ -34,6 +38,15 @@ const RANGE_LIMIT = 10_000;
 const USD = 1_000_000n;
 const OPERATOR = LOCAL_ROLES.deployer;
 const USERS: readonly Address[] = LOCAL_ROLES.spare;
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+
+/** The best (shortest) of RUNS runs, and every run's seconds for the record. */
+async function bestOf<T extends { seconds: number }>(run: () => Promise<T>) {
+  const all: T[] = [];
+  for (let i = 0; i < RUNS; i++) all.push(await run());
+  const best = all.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+  return { best, all: all.map((r) => r.seconds.toFixed(3)).join(' / ') };
+}
 
 const t0 = performance.now();
 const anvil = await startAnvil({ genesisTimestamp: 1_700_000_000 });
@@ -191,23 +204,32 @@ try {
     }
     return { logs, seconds: (performance.now() - s0) / 1000 };
   };
-  const atLimit = await sweep(false);
-  const windowed = await sweep(true);
-  const best = atLimit.seconds <= windowed.seconds ? atLimit : windowed;
+  const atLimit = await bestOf(() => sweep(false));
+  const windowed = await bestOf(() => sweep(true));
+  const best = atLimit.best.seconds <= windowed.best.seconds ? atLimit.best : windowed.best;
   const swept = best.logs;
   const sweepSeconds = best.seconds;
   const sweepRate = swept / sweepSeconds;
-  console.log(
-    `bare sweeps: at the range limit ${atLimit.seconds.toFixed(3)} s, with the range window ${windowed.seconds.toFixed(3)} s`,
-  );
+  console.log(`bare sweeps (best of ${RUNS}; every run in brackets):`);
+  console.log(`  at the range limit     ${atLimit.best.seconds.toFixed(3)} s  [${atLimit.all}]`);
+  console.log(`  with the range window  ${windowed.best.seconds.toFixed(3)} s  [${windowed.all}]`);
   console.log(
     `chain: ${swept} engine logs in blocks ${firstBlock}..${lastBlock} (${ENGINES} engines), setup ${setupSeconds.toFixed(1)} s`,
   );
   console.log(
-    `bare eth_getLogs sweep: ${swept} logs in ${sweepSeconds.toFixed(3)} s = ${Math.round(sweepRate)} logs/s`,
+    `bare eth_getLogs sweep (the faster): ${swept} logs in ${sweepSeconds.toFixed(3)} s = ${Math.round(sweepRate)} logs/s`,
   );
 
   for (const engine of storageEngines()) {
+    const { best: run, all } = await bestOf(() => indexOnce(engine));
+    const rate = run.logs / run.seconds;
+    console.log(
+      `indexer → ${engine.padEnd(8)}: ${run.logs} logs, ${run.events} events in ${run.seconds.toFixed(3)} s = ${Math.round(rate)} logs/s; ratio to bare sweep ${(rate / sweepRate).toFixed(2)} (targets: >= 5000 logs/s, >= 0.50)  [${all}]`,
+    );
+  }
+
+  /** One indexer run from an empty cursor on a fresh database. */
+  async function indexOnce(engine: EngineName) {
     const t = await freshDatabase(engine);
     try {
       const partner = await createPartnersRepo(t.db).create('Bench');
@@ -249,11 +271,8 @@ try {
       const i0 = performance.now();
       const round = await indexer.runOnce();
       const seconds = (performance.now() - i0) / 1000;
-      const rate = round.logs / seconds;
       const { rows } = await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
-      console.log(
-        `indexer → ${engine.padEnd(8)}: ${round.logs} logs, ${rows[0]?.n} events in ${seconds.toFixed(3)} s = ${Math.round(rate)} logs/s; ratio to bare sweep ${(rate / sweepRate).toFixed(2)} (targets: >= 5000 logs/s, >= 0.50)`,
-      );
+      return { seconds, logs: round.logs, events: Number(rows[0]?.n) };
     } finally {
       await t.drop();
     }

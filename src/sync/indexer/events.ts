@@ -117,76 +117,107 @@ export interface BuildContext {
   settlement: ReadonlyMap<string, number>;
 }
 
+/** A product's payload pieces, JSON-encoded once per range instead of once per log. */
+interface ProductCodec {
+  product: Product;
+  /** `"slug":…,"chain_id":…,` — the payload's first two fields, common to every event type. */
+  head: string;
+  /** The asset symbol as a JSON string (it comes from the chain; any character must survive). */
+  symbol: string;
+  shareDecimals: number;
+}
+
+function productCodec(product: Product, chainId: number): ProductCodec {
+  return {
+    product,
+    head: `{"slug":${JSON.stringify(product.slug)},"chain_id":${chainId},`,
+    symbol: JSON.stringify(product.assetSymbol),
+    // The engine's decimals are its asset's plus its fixed offset of 6; recorded at deployment.
+    shareDecimals: product.shareDecimals ?? product.assetDecimals + 6,
+  };
+}
+
+const HASH = /^0x[0-9a-f]{64}$/;
+
+/**
+ * A 32-byte hash from the node, lowercase. It is written into the payload and the COPY text as it
+ * is, so anything but hex (a broken or hostile provider) is refused rather than stored.
+ */
+function checkedHash(value: string, what: string): Hex {
+  if (HASH.test(value)) return value as Hex;
+  const lower = value.toLowerCase();
+  if (HASH.test(lower)) return lower as Hex;
+  throw new Error(`the node returned a malformed ${what}: ${JSON.stringify(value.slice(0, 80))}`);
+}
+
+/** A quantity the node returned (`0x…` hex), as a number; refuses anything else. */
+function quantity(value: string, what: string): number {
+  const n = Number(value);
+  if (!value.startsWith('0x') || !Number.isSafeInteger(n) || n < 0) {
+    throw new Error(`the node returned a malformed ${what}: ${JSON.stringify(value.slice(0, 80))}`);
+  }
+  return n;
+}
+
+/**
+ * The payload text is written field by field (a template per event type) rather than through an
+ * object and JSON.stringify: this runs for every log, and the strings that could need escaping
+ * (slug, symbol) are encoded once per product. Equal to JSON.stringify of the spec's object, in the
+ * spec's key order (checked by test/sync/indexer-events.test.ts).
+ */
 export function buildEvents(logs: readonly RawLog[], ctx: BuildContext): IndexedEvent[] {
   const address = addressCodec();
   const iso = isoCodec();
+  const codecs = new Map<string, ProductCodec>();
+  for (const [engine, product] of ctx.engines)
+    codecs.set(engine, productCodec(product, ctx.chainId));
   const out: IndexedEvent[] = [];
   for (const log of logs) {
-    const product = ctx.engines.get(log.address.toLowerCase());
-    if (!product || log.removed) continue;
+    const codec = codecs.get(log.address.toLowerCase());
+    if (!codec || log.removed) continue;
+    const { product, head, symbol, shareDecimals } = codec;
     const blockNumber = BigInt(log.blockNumber);
     const header = ctx.headers.get(blockNumber);
     if (!header) throw new Error(`no header for block ${blockNumber}`);
-    const logIndex = Number(log.logIndex);
-    const txHash = log.transactionHash;
+    const logIndex = quantity(log.logIndex, 'log index');
+    const txHash = checkedHash(log.transactionHash, 'transaction hash');
+    const blockHash = checkedHash(log.blockHash, 'block hash');
     const occurredAt = iso(header.timestamp);
-    // The engine's decimals are its asset's plus its fixed offset of 6; recorded at deployment.
-    const shareDecimals = product.shareDecimals ?? product.assetDecimals + 6;
+    const topic0 = log.topics[0];
     let eventType: LifecycleEventType;
-    let payload: Record<string, unknown>;
-    switch (log.topics[0]) {
-      case TOPICS.deposit:
-      case TOPICS.withdraw: {
-        const isDeposit = log.topics[0] === TOPICS.deposit;
-        eventType = isDeposit ? 'deposit.confirmed' : 'redeem.confirmed';
-        // Deposit(sender, owner | assets, shares); Withdraw(sender, receiver, owner | assets, shares)
-        const owner = address(log.topics[isDeposit ? 2 : 3] as Hex);
-        payload = {
-          slug: product.slug,
-          chain_id: ctx.chainId,
-          tx_hash: txHash,
-          block_number: Number(blockNumber),
-          log_index: logIndex,
-          user_address: owner,
-          amount: formatUnits(word(log.data, 0), product.assetDecimals),
-          shares: formatUnits(word(log.data, 1), shareDecimals),
-          asset_symbol: product.assetSymbol,
-          occurred_at: occurredAt,
-        };
-        break;
-      }
-      case TOPICS.redeemRequested: {
-        eventType = 'redeem.requested';
-        // RedeemRequested(controller, owner, requestId | sender, shares)
-        const readyAt = ctx.settlement.get(logKey(log));
-        if (readyAt === undefined) throw new Error(`no settlement time for ${logKey(log)}`);
-        payload = {
-          slug: product.slug,
-          chain_id: ctx.chainId,
-          tx_hash: txHash,
-          log_index: logIndex,
-          user_address: address(log.topics[2] as Hex),
-          shares: formatUnits(word(log.data, 1), shareDecimals),
-          // Compact 0x hex of the engine's uint256 request id (as JSON-RPC writes quantities).
-          request_id: numberToHex(hexToBigInt(log.topics[3] as Hex)),
-          estimated_settlement_at: iso(readyAt === 0 ? header.timestamp : readyAt),
-          occurred_at: occurredAt,
-        };
-        break;
-      }
-      default:
-        continue;
+    let payload: string;
+    if (topic0 === TOPICS.deposit || topic0 === TOPICS.withdraw) {
+      const isDeposit = topic0 === TOPICS.deposit;
+      eventType = isDeposit ? 'deposit.confirmed' : 'redeem.confirmed';
+      // Deposit(sender, owner | assets, shares); Withdraw(sender, receiver, owner | assets, shares)
+      const owner = address(log.topics[isDeposit ? 2 : 3] as Hex);
+      const amount = formatUnits(word(log.data, 0), product.assetDecimals);
+      const shares = formatUnits(word(log.data, 1), shareDecimals);
+      payload = `${head}"tx_hash":"${txHash}","block_number":${blockNumber},"log_index":${logIndex},"user_address":"${owner}","amount":"${amount}","shares":"${shares}","asset_symbol":${symbol},"occurred_at":"${occurredAt}"}`;
+    } else if (topic0 === TOPICS.redeemRequested) {
+      eventType = 'redeem.requested';
+      // RedeemRequested(controller, owner, requestId | sender, shares)
+      const readyAt = ctx.settlement.get(logKey(log));
+      if (readyAt === undefined) throw new Error(`no settlement time for ${logKey(log)}`);
+      const owner = address(log.topics[2] as Hex);
+      const shares = formatUnits(word(log.data, 1), shareDecimals);
+      // Compact 0x hex of the engine's uint256 request id (as JSON-RPC writes quantities).
+      const requestId = numberToHex(hexToBigInt(log.topics[3] as Hex));
+      const settlesAt = iso(readyAt === 0 ? header.timestamp : readyAt);
+      payload = `${head}"tx_hash":"${txHash}","log_index":${logIndex},"user_address":"${owner}","shares":"${shares}","request_id":"${requestId}","estimated_settlement_at":"${settlesAt}","occurred_at":"${occurredAt}"}`;
+    } else {
+      continue;
     }
     out.push({
       partnerId: product.partnerId,
       environment: product.environment,
       productId: product.id,
       eventType,
-      payload: JSON.stringify(payload),
+      payload,
       occurredAt,
       chainId: ctx.chainId,
       blockNumber,
-      blockHash: log.blockHash,
+      blockHash,
       txHash,
       logIndex,
     });

@@ -36,10 +36,15 @@ import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
-import { buildEvents, readSettlementTimes } from './indexer/events.ts';
-import { getEngineLogs, RangeRejectedError } from './indexer/logs.ts';
+import {
+  ChainMovedError,
+  type FetchedRange,
+  type FetchResult,
+  fetchRange as readRange,
+} from './indexer/fetch-range.ts';
+import { RangeRejectedError } from './indexer/logs.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
-import { insertPrepared, type PreparedEvents, prepareEvents } from './indexer/store.ts';
+import { insertPrepared } from './indexer/store.ts';
 
 export interface IndexerDeps {
   db: Database;
@@ -85,11 +90,6 @@ export const DEFAULT_MAX_REWIND_BLOCKS = 1_000;
 const GROW_AFTER = 16;
 /** Reorg rewinds or mid-range chain changes tolerated in one round before giving up until the next. */
 const MAX_RESTARTS_PER_ROUND = 5;
-
-/** The chain changed under a range (a log's block hash differs from its header's): retry the range. */
-class ChainMovedError extends Error {
-  override name = 'ChainMovedError';
-}
 
 export class LeaseLostError extends Error {
   override name = 'LeaseLostError';
@@ -204,63 +204,11 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     return target;
   }
 
-  interface Fetched {
-    kind: 'fetched';
-    from: bigint;
-    next: Cursor;
-    events: PreparedEvents;
-    logs: number;
-    rpcMs: number;
-    buildMs: number;
-  }
-  type FetchResult = Fetched | { kind: 'reorg'; chainHash: Hex };
-
-  /** Reads and checks one range [cursor + 1, to] and builds its events; writes nothing. */
-  async function fetchRange(
-    cursor: Cursor,
-    to: bigint,
-    engines: Map<string, Product>,
-  ): Promise<FetchResult> {
-    const from = cursor.blockNumber + 1n;
-    const started = performance.now();
-    // Order matters (see the header comment): the last block's hash is read before the check.
-    const last = await getHeader(client, to);
-    const atCursor = await getHeader(client, cursor.blockNumber);
-    if (atCursor.hash !== cursor.blockHash) return { kind: 'reorg', chainHash: atCursor.hash };
-
-    const logs = await getEngineLogs(client, [...engines.keys()] as Hex[], from, to);
-    const numbers = [...new Set(logs.map((l) => BigInt(l.blockNumber)))].filter((n) => n !== to);
-    const [headers, settlement] = await Promise.all([
-      getHeaders(client, numbers),
-      readSettlementTimes(client, logs),
-    ]);
-    headers.set(to, last);
-    for (const l of logs) {
-      if (headers.get(BigInt(l.blockNumber))?.hash !== l.blockHash) {
-        throw new ChainMovedError(
-          `block ${BigInt(l.blockNumber)} changed during range ${from}..${to}`,
-        );
-      }
-    }
-    const fetched = performance.now();
-    // Built and rendered here, while the previous range is being written.
-    const events = prepareEvents(
-      buildEvents(logs, { chainId, engines, headers, settlement }),
-      insertChunk,
-    );
-    return {
-      kind: 'fetched',
-      from,
-      next: { blockNumber: to, blockHash: last.hash },
-      events,
-      logs: logs.length,
-      rpcMs: Math.round(fetched - started),
-      buildMs: Math.round(performance.now() - fetched),
-    };
-  }
+  const fetchRange = (cursor: Cursor, to: bigint, engines: Map<string, Product>) =>
+    readRange(client, { chainId, cursor, to, engines, insertChunk });
 
   /** Stores a fetched range's events and moves the cursor to its end, in one transaction. */
-  async function commitRange(cursor: Cursor, r: Fetched): Promise<number> {
+  async function commitRange(cursor: Cursor, r: FetchedRange): Promise<number> {
     const started = performance.now();
     const inserted = await leasedTx(async (tx) => {
       const n = await insertPrepared(tx, r.events, deps.afterInsertChunk);

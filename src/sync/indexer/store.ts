@@ -19,6 +19,10 @@ import type { IndexedEvent } from './events.ts';
 
 export const DEFAULT_INSERT_CHUNK = 1_000;
 
+/** Rows per COPY chunk. Measured: PGlite is fastest at ~1,000 rows a chunk, PostgreSQL at a few thousand. */
+export const insertChunkFor = (engine: 'pglite' | 'postgres'): number =>
+  engine === 'pglite' ? 1_000 : 5_000;
+
 const COLUMNS = [
   'id',
   'partner_id',

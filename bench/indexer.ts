@@ -33,6 +33,7 @@ import { createRangeWindow } from '../src/sync/indexer/range-window.ts';
 import { insertChunkFor, insertPrepared, prepareEvents } from '../src/sync/indexer/store.ts';
 import { createIndexer } from '../src/sync/indexer.ts';
 import { type EngineName, freshDatabase, storageEngines } from '../test/helpers/db.ts';
+import { type CpuSpent, startCpuMeter } from './cpu-meter.ts';
 
 const LOGS = 20_000;
 const ENGINES = 2;
@@ -184,6 +185,7 @@ try {
   const startBlock = engines[0]!.block;
   const sweep = async (windowed: boolean) => {
     const window = createRangeWindow({ maxBlocks: BigInt(RANGE_LIMIT) });
+    const cpu = startCpuMeter();
     const s0 = performance.now();
     let logs = 0;
     let limit = BigInt(RANGE_LIMIT);
@@ -207,7 +209,7 @@ try {
         limit = (to - from + 1n) / 2n;
       }
     }
-    return { logs, seconds: (performance.now() - s0) / 1000 };
+    return { logs, seconds: (performance.now() - s0) / 1000, cpu: cpu() };
   };
   const atLimit = await bestOf(() => sweep(false));
   const windowed = await bestOf(() => sweep(true));
@@ -230,7 +232,7 @@ try {
     const runs = [];
     for (let i = 0; i < RUNS; i++) runs.push(await indexOnce(engine));
     const run = runs.reduce((a, b) => (b.seconds < a.seconds ? b : a));
-    const write = runs.reduce((a, b) => (b.writeSeconds < a.writeSeconds ? b : a)).writeSeconds;
+    const write = runs.reduce((a, b) => (b.write.seconds < a.write.seconds ? b : a)).write;
     const rate = run.logs / run.seconds;
     console.log(
       `indexer → ${engine}: ${run.logs} logs, ${run.events} events in ${run.seconds.toFixed(3)} s = ${Math.round(rate)} logs/s  [${runs.map((r) => r.seconds.toFixed(3)).join(' / ')}]`,
@@ -239,8 +241,19 @@ try {
       `  rate ÷ bare sweep rate: ${ratio(run.seconds, atLimit.best.seconds)} against the sweep at the range limit, ${ratio(run.seconds, windowed.best.seconds)} against the windowed sweep (targets: >= 5000 logs/s, >= 0.50)`,
     );
     console.log(
-      `  the write alone (the same rows, COPY in transactions of ${WRITE_TX_ROWS}, no RPC): ${write.toFixed(3)} s  [${runs.map((r) => r.writeSeconds.toFixed(3)).join(' / ')}]; the indexer takes ${(run.seconds / write).toFixed(2)}× its write`,
+      `  the write alone (the same rows, COPY in transactions of ${WRITE_TX_ROWS}, no RPC): ${write.seconds.toFixed(3)} s  [${runs.map((r) => r.write.seconds.toFixed(3)).join(' / ')}]; the indexer takes ${(run.seconds / write.seconds).toFixed(2)}× its write`,
     );
+    const sweepCpu = windowed.best.cpu.machine;
+    const { machine, process: own, cores } = run.cpu;
+    if (machine !== null && sweepCpu !== null && write.cpu.machine !== null) {
+      // The indexer does at least what the sweep does (anvil serves, this process parses) and what
+      // the write does (render, send, the database inserts): their CPU together, spread over every
+      // core, is a floor no overlap can beat.
+      const least = sweepCpu + write.cpu.machine;
+      console.log(
+        `  CPU (whole machine): the run ${machine.toFixed(2)} cpu-s (${own.toFixed(2)} in this process); the windowed sweep ${sweepCpu.toFixed(2)} + the write alone ${write.cpu.machine.toFixed(2)} = ${least.toFixed(2)} cpu-s that any indexer spends, over ${cores} cores at least ${(least / cores).toFixed(3)} s: ratio ceiling ${ratio(least / cores, windowed.best.seconds)} against the windowed sweep`,
+      );
+    }
   }
 
   /** One indexer run from an empty cursor on a fresh database. */
@@ -283,15 +296,18 @@ try {
         client: syncClient,
         holder: 'bench',
       });
+      const cpu = startCpuMeter();
       const i0 = performance.now();
       const round = await indexer.runOnce();
       const seconds = (performance.now() - i0) / 1000;
+      const spent = cpu();
       const stored = await storedRows(t.db);
       return {
         seconds,
         logs: round.logs,
         events: stored.length,
-        writeSeconds: await writeAlone(t.db, stored),
+        cpu: spent,
+        write: await writeAlone(t.db, stored),
       };
     } finally {
       await t.drop();
@@ -326,14 +342,18 @@ try {
    * path (COPY text rendered, then COPY, one transaction per range-sized batch), with no RPC and
    * nothing else running. No indexer that stores these events can be faster than this.
    */
-  async function writeAlone(db: Database, rows: readonly IndexedEvent[]): Promise<number> {
+  async function writeAlone(
+    db: Database,
+    rows: readonly IndexedEvent[],
+  ): Promise<{ seconds: number; cpu: CpuSpent }> {
     await db.query('TRUNCATE events CASCADE');
+    const cpu = startCpuMeter();
     const w0 = performance.now();
     for (let i = 0; i < rows.length; i += WRITE_TX_ROWS) {
       const prepared = prepareEvents(rows.slice(i, i + WRITE_TX_ROWS), insertChunkFor(db.engine));
       await db.transaction((tx) => insertPrepared(tx, prepared));
     }
-    return (performance.now() - w0) / 1000;
+    return { seconds: (performance.now() - w0) / 1000, cpu: cpu() };
   }
 } finally {
   await anvil.stop();

@@ -14,7 +14,7 @@
  */
 import type { AbiEvent } from 'viem';
 import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
-import { yieldEngineAbi, yieldVaultAbi } from '../chain/generated/index.ts';
+import { yieldEngineAbi } from '../chain/generated/index.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
@@ -31,6 +31,7 @@ import {
   lastBlockBefore,
   utcDate,
 } from './day-boundary.ts';
+import { readEngineFigures, readVaultTotals } from './metrics/chain-reads.ts';
 import {
   type BoundaryReads,
   computeSnapshot,
@@ -310,20 +311,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     const key = `${vault}:${blockNumber}`;
     let p = underlyingCache.get(key);
     if (!p) {
-      p = Promise.all([
-        client.readContract({
-          address: vault,
-          abi: yieldVaultAbi,
-          functionName: 'totalAssets',
-          blockNumber,
-        }),
-        client.readContract({
-          address: vault,
-          abi: yieldVaultAbi,
-          functionName: 'totalSupply',
-          blockNumber,
-        }),
-      ]);
+      p = readVaultTotals(client, vault, blockNumber);
       p.catch(() => underlyingCache.delete(key));
       // Bounded: a backfill touches a few hundred blocks per vault; a daily run a handful.
       if (underlyingCache.size > 10_000) underlyingCache.clear();
@@ -338,41 +326,17 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     blockNumber: bigint,
     times: BlockTimes,
   ): Promise<BoundaryReads> {
-    const [timestamp, snapshot, serviceTotal, partnerTotal, [uAssets, uSupply]] = await Promise.all(
-      [
-        times.timestamp(blockNumber),
-        client.readContract({
-          address: engine,
-          abi: yieldEngineAbi,
-          functionName: 'accountingSnapshot',
-          blockNumber,
-        }),
-        client.readContract({
-          address: engine,
-          abi: yieldEngineAbi,
-          functionName: 'serviceFeeAssetsTotal',
-          blockNumber,
-        }),
-        client.readContract({
-          address: engine,
-          abi: yieldEngineAbi,
-          functionName: 'partnerFeeAssetsTotal',
-          blockNumber,
-        }),
-        readUnderlying(product.underlyingVaultAddress, blockNumber),
-      ],
-    );
-    const [assets, supply, feeShares] = snapshot;
+    const [timestamp, engineFigures, [uAssets, uSupply]] = await Promise.all([
+      times.timestamp(blockNumber),
+      readEngineFigures(client, engine, blockNumber),
+      readUnderlying(product.underlyingVaultAddress, blockNumber),
+    ]);
     return {
       blockNumber,
       blockTimestamp: new Date(timestamp * 1000),
-      engineAssets: assets,
-      engineSupply: supply,
-      engineFeeShares: feeShares,
+      ...engineFigures,
       underlyingAssets: uAssets,
       underlyingSupply: uSupply,
-      serviceFeeAssetsTotal: serviceTotal,
-      partnerFeeAssetsTotal: partnerTotal,
     };
   }
 

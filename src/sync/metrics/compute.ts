@@ -13,19 +13,17 @@ import {
   sharePrice,
 } from '../../money/index.ts';
 import { daysBetween } from '../day-boundary.ts';
+import type { EngineFigures } from './chain-reads.ts';
 
-/** Chain state at a boundary block, as read from the engine and its underlying vault. */
-export interface BoundaryReads {
+/**
+ * Chain state at a boundary block, as read from the engine (accountingSnapshot: totalAssets, ERC-20
+ * totalSupply, fee shares pending at the block; the fee counters) and its underlying vault.
+ */
+export interface BoundaryReads extends EngineFigures {
   blockNumber: bigint;
   blockTimestamp: Date;
-  /** accountingSnapshot(): totalAssets, ERC-20 totalSupply, fee shares pending at the block. */
-  engineAssets: bigint;
-  engineSupply: bigint;
-  engineFeeShares: bigint;
   underlyingAssets: bigint;
   underlyingSupply: bigint;
-  serviceFeeAssetsTotal: bigint;
-  partnerFeeAssetsTotal: bigint;
 }
 
 export interface DayFlows {

@@ -15,8 +15,8 @@
  *   closes, and never treats it as covering its day or as a previous day.
  */
 import type { SyncPublicClient } from '../../chain/chains.ts';
-import { yieldEngineAbi, yieldVaultAbi } from '../../chain/generated/index.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
+import { readEngineFigures, readVaultTotals } from './chain-reads.ts';
 import type { BoundaryReads } from './compute.ts';
 
 /** The provisional row of `date` from the reads at the deployment block. Pure. */
@@ -59,48 +59,15 @@ export async function readProvisionalSnapshot(
   },
 ): Promise<Snapshot> {
   const { engine, underlyingVault: vault, blockNumber } = args;
-  const [snapshot, serviceTotal, partnerTotal, uAssets, uSupply] = await Promise.all([
-    client.readContract({
-      address: engine,
-      abi: yieldEngineAbi,
-      functionName: 'accountingSnapshot',
-      blockNumber,
-    }),
-    client.readContract({
-      address: engine,
-      abi: yieldEngineAbi,
-      functionName: 'serviceFeeAssetsTotal',
-      blockNumber,
-    }),
-    client.readContract({
-      address: engine,
-      abi: yieldEngineAbi,
-      functionName: 'partnerFeeAssetsTotal',
-      blockNumber,
-    }),
-    client.readContract({
-      address: vault,
-      abi: yieldVaultAbi,
-      functionName: 'totalAssets',
-      blockNumber,
-    }),
-    client.readContract({
-      address: vault,
-      abi: yieldVaultAbi,
-      functionName: 'totalSupply',
-      blockNumber,
-    }),
+  const [engineFigures, [uAssets, uSupply]] = await Promise.all([
+    readEngineFigures(client, engine, blockNumber),
+    readVaultTotals(client, vault, blockNumber),
   ]);
-  const [assets, supply, feeShares] = snapshot;
   return provisionalSnapshot(args.productId, args.blockTimestamp.toISOString().slice(0, 10), {
     blockNumber,
     blockTimestamp: args.blockTimestamp,
-    engineAssets: assets,
-    engineSupply: supply,
-    engineFeeShares: feeShares,
+    ...engineFigures,
     underlyingAssets: uAssets,
     underlyingSupply: uSupply,
-    serviceFeeAssetsTotal: serviceTotal,
-    partnerFeeAssetsTotal: partnerTotal,
   });
 }

@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { lockDataDir } from '../src/db/pglite-lock.ts';
 import { spawnCli } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-keys-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 async function cli(args: string[]) {
-  // A port where no local chain answers: the embedded database is free for the command.
+  // A port where no local chain answers: these commands never need one.
   const p = spawnCli(args, { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' });
   const { code } = await p.exited;
   return { code, out: p.stdout(), err: p.stderr() };
@@ -48,6 +49,22 @@ describe('key CLI', { timeout: 180_000 }, () => {
     expect(again.code).toBe(1);
     expect(again.err).toMatch(/no active key/);
     expect(JSON.parse((await cli(['key', 'list', '--json'])).out)[0].revoked_at).not.toBeNull();
+  });
+
+  it('refuses, in one line, while another process has the embedded database open', async () => {
+    // This test process takes the lock, as a running service would.
+    const release = lockDataDir(path.join(dataDir, 'pglite'));
+    try {
+      const r = await cli(['key', 'list']);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(
+        new RegExp(`^yield-service: the embedded database .* is in use by process ${process.pid} `),
+      );
+      expect(r.err.trim().split('\n')).toHaveLength(1);
+    } finally {
+      release();
+    }
+    expect((await cli(['key', 'list'])).code).toBe(0);
   });
 
   it('refuses an unknown partner or environment with a non-zero exit', async () => {

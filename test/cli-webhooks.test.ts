@@ -31,7 +31,7 @@ describe(`webhook CLI on ${engine}`, { timeout: 240_000 }, () => {
   });
 
   async function env(): Promise<NodeJS.ProcessEnv> {
-    // A port where no local chain answers: the embedded database is free for the command.
+    // A port where no local chain answers: these commands never need one.
     const base = { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' };
     if (engine === 'pglite') return base;
     postgres ??= await freshDatabase('postgres');

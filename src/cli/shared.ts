@@ -1,13 +1,12 @@
 /**
  * What every database-writing operator command shares: configuration, an open and migrated
- * database (refused while the service holds the embedded one), one-line errors with a non-zero
+ * database (refused while another process holds the embedded one), one-line errors with a non-zero
  * exit, and terminal output helpers.
  */
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDatabase } from '../db/open.ts';
-import { configuredChains } from '../sync/chain-runtime.ts';
 
 /** An operator mistake or refusal: printed as one line by the bin, exit code 1. */
 export class CommandError extends Error {
@@ -31,37 +30,12 @@ export function commandConfig(): Config {
   }
 }
 
-/**
- * PGlite is single-process: a second process opening the same directory corrupts it. When the
- * embedded database is used and the local chain of this DATA_DIR answers, the service (which owns
- * both) is running, so refuse rather than write under it.
- */
-async function assertEmbeddedDatabaseFree(config: Config): Promise<void> {
-  if (config.DATABASE_URL) return;
-  const { local } = configuredChains(config);
-  if (!local) return;
-  const answered = await fetch(local.rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-    signal: AbortSignal.timeout(1_000),
-  }).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (answered) {
-    throw new CommandError(
-      `the service is running on ${config.DATA_DIR} with the embedded database, which only one process may open; stop it first, or use DATABASE_URL (PostgreSQL)`,
-      'database_in_use',
-    );
-  }
-}
-
 export async function withDatabase<T>(
   config: Config,
   fn: (db: Database) => Promise<T>,
 ): Promise<T> {
-  await assertEmbeddedDatabaseFree(config);
+  // On the embedded database this takes its lock: refused (one line, exit 1) while the service or
+  // another command has it open (db/pglite-lock.ts).
   const db = await openDatabase(config);
   try {
     await migrate(db);

@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { from as copyFromStdin } from 'pg-copy-streams';
+import { lockDataDir } from './pglite-lock.ts';
 
 export interface QueryResult<T> {
   rows: T[];
@@ -129,6 +130,17 @@ async function createPostgres(options: { url: string; poolMax?: number }): Promi
 
 async function createPglite(dataDir?: string): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
+  // Before PGlite touches the files: a second owner would corrupt them.
+  const unlock = dataDir ? lockDataDir(dataDir) : () => {};
+  try {
+    return await openPglite(dataDir, unlock);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+}
+
+async function openPglite(dataDir: string | undefined, unlock: () => void): Promise<Database> {
   const db = new PGlite({
     ...(dataDir ? { dataDir } : {}),
     // PostgreSQL's default 128 MB of shared buffers lives in the WASM heap, i.e. in this process's
@@ -176,6 +188,12 @@ async function createPglite(dataDir?: string): Promise<Database> {
           copyFrom: (table, columns, text) => copy(tx, table, columns, text),
         }),
       ),
-    close: () => db.close(),
+    close: async () => {
+      try {
+        await db.close();
+      } finally {
+        unlock();
+      }
+    },
   };
 }

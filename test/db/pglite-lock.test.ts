@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createDatabase } from '../../src/db/client.ts';
 import { DatabaseLockedError, lockDataDir } from '../../src/db/pglite-lock.ts';
 import { freshDatabase } from '../helpers/db.ts';
+import { spawnCli } from '../helpers/process.ts';
 
 const dirs: string[] = [];
 function dataDir(): string {
@@ -56,6 +57,29 @@ describe('embedded database lock', () => {
       expect(existsSync(`${dir}.lock`)).toBe(false);
     } finally {
       await t.drop();
+    }
+  });
+
+  it('a second service start on the same DATA_DIR exits 1 with one line, touching nothing', async () => {
+    const root = path.dirname(dataDir());
+    const release = lockDataDir(path.join(root, 'pglite')); // as the running service holds it
+    try {
+      const p = spawnCli(['start'], {
+        DATA_DIR: root,
+        PORT: '0',
+        LOCAL_CHAIN_PORT: '1',
+        LOG_LEVEL: 'silent',
+      });
+      const { code } = await p.exited;
+      expect(code).toBe(1);
+      expect(p.stderr()).toMatch(
+        new RegExp(`^yield-service: the embedded database .* is in use by process ${process.pid} `),
+      );
+      expect(p.stderr().trim().split('\n')).toHaveLength(1);
+      // PGlite never opened the directory: nothing was created in it.
+      expect(existsSync(path.join(root, 'pglite', 'PG_VERSION'))).toBe(false);
+    } finally {
+      release();
     }
   });
 

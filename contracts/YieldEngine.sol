@@ -169,6 +169,16 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         (feeShares,,) = _computeFee();
     }
 
+    /// @notice Asset value of the fee that the next accrual would charge at this block, split exactly
+    /// as `accrueFees()` splits it (rounding remainder to the partner). The service's daily "earned"
+    /// figures are the minted counters (`*FeeAssetsTotal`) plus these, read at the day-boundary block.
+    function pendingFees() external view returns (uint256 serviceAssets, uint256 partnerAssets) {
+        (, uint256 feeAssets,) = _computeFee();
+        if (feeAssets == 0) return (0, 0);
+        serviceAssets = feeAssets.mulDiv(serviceFeeBps, uint256(serviceFeeBps) + partnerFeeBps);
+        partnerAssets = feeAssets - serviceAssets;
+    }
+
     function totalSupplyAfterFees() public view returns (uint256) {
         return totalSupply() + pendingFeeShares();
     }

@@ -65,6 +65,36 @@ describe('YieldEngine fees', () => {
     expect(await r.get('partnerFeeAssetsTotal')).toBe(partnerAssets);
   });
 
+  it('pendingFees() is the asset value the next accrual charges, split as it splits it', async () => {
+    const engine = await newEngine(fx, fx.syncVault, { service: 700, partner: 800 });
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [25_000n * USD, alice] });
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'pendingFees',
+      }),
+    ).toEqual([0n, 0n]);
+    await warp(fx, 20 * 86_400);
+    await fx.rpc('evm_setNextBlockTimestamp', [fx.now]);
+    const [service, partner] = await fx.client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'pendingFees',
+      blockTag: 'pending',
+    });
+    expect(service + partner).toBeGreaterThan(0n);
+    expect(service).toBe(((service + partner) * 700n) / 1500n);
+    const receipt = await op(engine, 'accrueFees'); // mined at the timestamp read above
+    const fee = engineEvents(receipt, engine).find((e) => e.eventName === 'FeesAccrued');
+    if (fee?.eventName !== 'FeesAccrued') throw new Error('no FeesAccrued');
+    expect(fee.args.serviceAssets).toBe(service);
+    expect(fee.args.partnerAssets).toBe(partner);
+    expect(await r.get('serviceFeeAssetsTotal')).toBe(service);
+    expect(await r.get('partnerFeeAssetsTotal')).toBe(partner);
+  });
+
   it('charges nothing on a loss nor on a recovery below the high-water mark', async () => {
     const engine = await newEngine(fx, fx.syncVault);
     const r = engineReader(fx, engine);

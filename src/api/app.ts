@@ -19,6 +19,7 @@ import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
+import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
 import type { Logger } from '../logger.ts';
@@ -30,7 +31,6 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts
 import { apiKeyDigest } from './keys.ts';
 import { partnerScope } from './partner-scope.ts';
 import { createReadCache } from './read-cache.ts';
-import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
 import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';

@@ -5,8 +5,8 @@
  * net_apy_for_user, the fees the product's bps.
  */
 import type { HealthReading } from '../api/chain-reader.ts';
-import type { SnapshotView } from '../api/read-model.ts';
 import type { Product } from '../db/products.ts';
+import type { SnapshotView } from '../db/snapshot-reads.ts';
 import { formatUnits } from '../money/index.ts';
 
 export interface EmbedGate {

@@ -177,6 +177,31 @@ const settings = {
     expects: 'a path to a readable PEM file',
     parse: nonEmpty,
   },
+  PORTAL_PUBLIC_URL: {
+    describe:
+      'Public address of the partner portal, which the api role serves under `/portal`: sign-in links, passkeys and cookies use it. Set it when the portal has its own origin (a proxy in front of `/portal`); HTTPS makes its cookies Secure. Unset: `/portal` of the address the service listens on (`localhost` for a loopback host, so passkeys work).',
+    expects: 'an http:// or https:// URL',
+    parse: (raw) => url(['http:', 'https:'])(raw.replace(/\/+$/, '')),
+  },
+  PORTAL_SESSION_IDLE_MINUTES: {
+    describe: 'A portal session ends after this many minutes without a request.',
+    expects: 'an integer from 5 to 10080',
+    parse: integer(5, 10_080),
+    default: '60',
+  },
+  SMTP_URL: {
+    describe:
+      "SMTP server that mails the portal's one-time sign-in links (`smtp://user:pass@host:587`, `smtps://…`). Unset: each message is written to `DATA_DIR/portal-outbox/` (mode 0600), never to the logs.",
+    expects: 'an smtp:// or smtps:// URL',
+    parse: url(['smtp:', 'smtps:']),
+    secret: true,
+  },
+  PORTAL_MAIL_FROM: {
+    describe: "Sender of the portal's mail.",
+    expects: 'an address such as "Partner portal <portal@example.com>"',
+    parse: nonEmpty,
+    default: 'Partner portal <portal@localhost>',
+  },
   DEMO: {
     describe:
       'With the local chain, provision the demo partners, products and keys on a fresh database.',

@@ -14,7 +14,17 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const LIMIT = 232;
 const ID_CHARS = 22;
 
-export type IdPrefix = 'ptn' | 'prd' | 'key' | 'evt' | 'dlv' | 'whk' | 'req' | 'inb';
+export type IdPrefix =
+  | 'ptn'
+  | 'prd'
+  | 'key'
+  | 'evt'
+  | 'dlv'
+  | 'whk'
+  | 'req'
+  | 'inb'
+  | 'mbr'
+  | 'aud';
 
 const pool = Buffer.alloc(4096);
 let at = pool.length;

@@ -12,6 +12,8 @@ import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import type { Logger } from './logger.ts';
+import { mailerFromConfig } from './portal/mailer.ts';
+import { portalPublicUrl } from './portal/public-url.ts';
 import { createRedis, type Redis } from './redis.ts';
 import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
@@ -58,6 +60,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const secretBox = createSecretBox(masterKeyFor(config));
   const sender = createConfiguredSender(config);
   const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
+  const mailer = mailerFromConfig(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
   try {
@@ -68,10 +71,23 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       provideChains = resolve;
     });
     if (config.ROLES.includes('api')) {
-      app = await buildApp({ db, logger, redis, chains: apiChains, secretBox });
+      let listeningPort: number | undefined;
+      app = await buildApp({
+        db,
+        logger,
+        redis,
+        chains: apiChains,
+        secretBox,
+        portal: {
+          mailer,
+          publicUrl: () => portalPublicUrl(config, listeningPort),
+          idleMs: config.PORTAL_SESSION_IDLE_MINUTES * 60_000,
+        },
+      });
       await app.listen({ host: config.HOST, port: config.PORT });
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.PORT;
+      listeningPort = port;
       const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
       url = `http://${host}:${port}`;
     }
@@ -138,6 +154,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           await Promise.all([app?.close(), ready.catch(() => {})]);
           await worker?.stop();
           await sender.close();
+          mailer.close();
           await runtime?.stop();
           await Promise.all([db.close(), redis?.quit()]);
         })();

@@ -8,12 +8,18 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
 import type { SyncPublicClient } from '../chain/chains.ts';
-import { type ApiKeysRepo, createApiKeysRepo } from '../db/api-keys.ts';
+import {
+  type ApiKeysRepo,
+  createApiKeysRepo,
+  createApiKeyUsage,
+  keyWorks,
+} from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
+import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
 import type { Redis } from '../redis.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createChainReader } from './chain-reader.ts';
@@ -54,6 +60,8 @@ export interface AppDeps {
   now?: () => Date;
   /** Decrypts the partners' inbound webhook secrets. Without it every inbound request is refused. */
   secretBox?: SecretBox;
+  /** The partner portal, served under /portal (owned by src/portal); absent: no portal. */
+  portal?: Omit<PortalOptions, 'db' | 'logger' | 'redis'>;
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -157,7 +165,8 @@ export async function buildApp(deps: AppDeps) {
     request.log.info(
       {
         method: request.method,
-        url: request.url,
+        // A portal sign-in link carries its one-time token in the query: never logged.
+        url: request.url.replace(/([?&]token=)[^&]*/g, '$1[redacted]'),
         route: request.routeOptions.url,
         statusCode: reply.statusCode,
         responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
@@ -231,10 +240,16 @@ export async function buildApp(deps: AppDeps) {
         inboundSecretsRepo.get(partnerId, environment),
       ),
   };
+  // "Last used" for the portal's key list: at most one write a minute per key, off the hot path.
+  const keyUsage = createApiKeyUsage(deps.db);
   const keys: ApiKeysRepo = {
     ...keysRepo,
     // Keyed by the key's hash: the cache never holds a secret as a map key.
-    findByKey: (key) => cache.get(`key:${apiKeyDigest(key)}`, () => keysRepo.findByKey(key)),
+    findByKey: async (key) => {
+      const record = await cache.get(`key:${apiKeyDigest(key)}`, () => keysRepo.findByKey(key));
+      if (record && keyWorks(record)) keyUsage.touch(record.id);
+      return record;
+    },
   };
   // The chains may start after the server listens (a fresh local chain takes seconds): the maps
   // fill when they are up, and until then chain reads answer 503 chain_rpc_unavailable.
@@ -272,6 +287,15 @@ export async function buildApp(deps: AppDeps) {
       }),
     ],
   });
+  if (deps.portal) {
+    await app.register(portalPlugin, {
+      prefix: '/portal',
+      ...deps.portal,
+      db: deps.db,
+      logger: deps.logger,
+      redis: deps.redis,
+    });
+  }
   return app;
 }
 

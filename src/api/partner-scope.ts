@@ -15,7 +15,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type {} from '@fastify/swagger'; // its FastifySchema fields (security) are used below
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { ApiKeysRepo } from '../db/api-keys.ts';
+import { type ApiKeysRepo, keyWorks } from '../db/api-keys.ts';
 import type { Environment } from '../db/products.ts';
 import type { Redis } from '../redis.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
@@ -108,7 +108,8 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     if (!presented) throw await fail(request, 'missing_api_key');
     const record = await options.keys.findByKey(presented);
     if (!record) throw await fail(request, 'invalid_api_key');
-    if (record.revokedAt) throw await fail(request, 'revoked_api_key');
+    // A rolled key keeps working until its revocation time (DECISIONS, "Portal").
+    if (!keyWorks(record)) throw await fail(request, 'revoked_api_key');
     request.partner = {
       keyId: record.id,
       partnerId: record.partnerId,

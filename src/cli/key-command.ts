@@ -4,12 +4,26 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { maskKey } from '../api/keys.ts';
-import { createApiKeysRepo } from '../db/api-keys.ts';
+import {
+  createApiKeysRepo,
+  isRollOverlap,
+  keyStatus,
+  ROLL_OVERLAPS,
+  type RollOverlap,
+  rollApiKey,
+} from '../db/api-keys.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
 
 function environment(raw: string): 'live' | 'test' {
   if (raw !== 'live' && raw !== 'test') throw new InvalidArgumentError('must be live or test');
+  return raw;
+}
+
+function overlap(raw: string): RollOverlap {
+  if (!isRollOverlap(raw)) {
+    throw new InvalidArgumentError(`must be one of ${Object.keys(ROLL_OVERLAPS).join(', ')}`);
+  }
   return raw;
 }
 
@@ -56,6 +70,35 @@ export function registerKeyCommand(program: Command): void {
     });
 
   key
+    .command('roll <id>')
+    .description(
+      'replace a key by a new one with the same name; the old key works until --expires (prints the new key once)',
+    )
+    .option(
+      '--expires <when>',
+      `when the old key stops: ${Object.keys(ROLL_OVERLAPS).join(', ')}`,
+      overlap,
+      '24h',
+    )
+    .option('--json', 'print JSON', false)
+    .action(async (id: string, opts: { expires: RollOverlap; json: boolean }) => {
+      const rolled = await withDatabase(commandConfig(), (db) => rollApiKey(db, id, opts.expires));
+      if (!rolled) throw new CommandError(`no active key with id ${id}`, 'not_found');
+      if (opts.json) {
+        return printJson({
+          id: rolled.record.id,
+          replaces: rolled.old.id,
+          old_key_expires_at: rolled.old.revokedAt?.toISOString() ?? null,
+          api_key: rolled.key,
+        });
+      }
+      print(
+        `Rolled ${id} into ${rolled.record.id}; ${id} stops working at ${rolled.old.revokedAt?.toISOString()}.`,
+      );
+      print(`API key (shown once; store it now): ${rolled.key}`);
+    });
+
+  key
     .command('list')
     .description('list keys (prefix and last four characters only)')
     .option('--partner <name>', 'only this partner')
@@ -78,19 +121,14 @@ export function registerKeyCommand(program: Command): void {
         name: k.name,
         created_at: k.createdAt.toISOString(),
         revoked_at: k.revokedAt?.toISOString() ?? null,
+        status: keyStatus(k),
+        last_used_at: k.lastUsedAt?.toISOString() ?? null,
       }));
       if (opts.json) return printJson(rows);
       print(
         table([
           ['ID', 'PARTNER', 'ENV', 'KEY', 'STATUS', 'NAME'],
-          ...rows.map((r) => [
-            r.id,
-            r.partner,
-            r.environment,
-            r.key,
-            r.revoked_at ? 'revoked' : 'active',
-            r.name ?? '',
-          ]),
+          ...rows.map((r) => [r.id, r.partner, r.environment, r.key, r.status, r.name ?? '']),
         ]),
       );
     });

@@ -11,6 +11,7 @@ import { startService } from '../main.ts';
 import { registerChainCommand } from './chain-command.ts';
 import { registerKeyCommand } from './key-command.ts';
 import { registerPartnerCommand } from './partner-command.ts';
+import { registerPortalCommand } from './portal-command.ts';
 import { registerProductCommand } from './product-command.ts';
 import { registerWebhookCommand } from './webhook-command.ts';
 
@@ -106,6 +107,7 @@ export function buildCli(): Command {
   registerProductCommand(program);
   registerKeyCommand(program);
   registerWebhookCommand(program);
+  registerPortalCommand(program);
   return program;
 }
 

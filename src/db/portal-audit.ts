@@ -1,0 +1,93 @@
+/** The portal's audit log: every change a member or the operator makes, with who, when, where. */
+import { newId } from '../ids.ts';
+import type { Queryable } from './client.ts';
+import type { Environment } from './products.ts';
+
+export type AuditAction =
+  | 'member.signed_in'
+  | 'member.signed_out_everywhere'
+  | 'member.invited'
+  | 'member.removed'
+  | 'key.created'
+  | 'key.rolled'
+  | 'key.revoked'
+  | 'passkey.registered'
+  | 'passkey.removed';
+
+export interface AuditEntry {
+  id: string;
+  partnerId: string;
+  memberId: string | null;
+  actor: string;
+  action: AuditAction;
+  environment: Environment | null;
+  target: string | null;
+  ip: string | null;
+  createdAt: Date;
+}
+
+export interface NewAuditEntry {
+  partnerId: string;
+  /** null: the operator's CLI. */
+  memberId: string | null;
+  actor: string;
+  action: AuditAction;
+  environment?: Environment | null;
+  target?: string | null;
+  ip?: string | null;
+}
+
+interface Row {
+  id: string;
+  partner_id: string;
+  member_id: string | null;
+  actor: string;
+  action: AuditAction;
+  environment: Environment | null;
+  target: string | null;
+  ip: string | null;
+  created_at: Date;
+}
+
+export function createPortalAuditRepo(db: Queryable) {
+  return {
+    async record(entry: NewAuditEntry): Promise<void> {
+      await db.query(
+        `INSERT INTO portal_audit_log (id, partner_id, member_id, actor, action, environment, target, ip)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          newId('aud'),
+          entry.partnerId,
+          entry.memberId,
+          entry.actor,
+          entry.action,
+          entry.environment ?? null,
+          entry.target ?? null,
+          entry.ip ?? null,
+        ],
+      );
+    },
+
+    /** Newest first. */
+    async list(partnerId: string, limit = 200): Promise<AuditEntry[]> {
+      const { rows } = await db.query<Row>(
+        `SELECT * FROM portal_audit_log WHERE partner_id = $1
+         ORDER BY created_at DESC, id DESC LIMIT $2`,
+        [partnerId, limit],
+      );
+      return rows.map((r) => ({
+        id: r.id,
+        partnerId: r.partner_id,
+        memberId: r.member_id,
+        actor: r.actor,
+        action: r.action,
+        environment: r.environment,
+        target: r.target,
+        ip: r.ip,
+        createdAt: r.created_at,
+      }));
+    },
+  };
+}
+
+export type PortalAuditRepo = ReturnType<typeof createPortalAuditRepo>;

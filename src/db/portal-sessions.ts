@@ -1,0 +1,75 @@
+/**
+ * Portal sessions kept in the database (the store when no Redis is configured). The cookie carries a
+ * random 32-byte id; only its SHA-256 is stored, so a database reader cannot ride a session. A
+ * session ends after `idleMs` without a request, at sign-out, or when its member is removed.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Queryable } from './client.ts';
+
+export interface SessionMeta {
+  ip?: string | undefined;
+  userAgent?: string | undefined;
+}
+
+export interface SessionStore {
+  /** Starts a session; returns the id for the cookie (never stored in clear). */
+  create(memberId: string, meta: SessionMeta): Promise<string>;
+  /** The member of a live session, renewing its inactivity clock; undefined when none. */
+  resolve(sessionId: string): Promise<{ memberId: string } | undefined>;
+  destroy(sessionId: string): Promise<void>;
+  /** Ends every session of a member (sign-out everywhere, removal). Returns how many ended. */
+  destroyAllFor(memberId: string): Promise<number>;
+  close?(): Promise<void>;
+}
+
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+export const newSessionId = () => randomBytes(32).toString('base64url');
+export const hashSessionId = (id: string) => createHash('sha256').update(id, 'utf8').digest();
+
+/** Renewing the inactivity clock is a write; at most one a minute per session is enough. */
+const RENEW_AFTER_MS = 60_000;
+
+export function createDbSessionStore(db: Queryable, idleMs: number): SessionStore {
+  return {
+    async create(memberId, meta) {
+      const id = newSessionId();
+      await db.query(
+        `INSERT INTO portal_sessions (id_hash, member_id, ip, user_agent) VALUES ($1, $2, $3, $4)`,
+        [hashSessionId(id), memberId, meta.ip ?? null, meta.userAgent?.slice(0, 300) ?? null],
+      );
+      return id;
+    },
+
+    async resolve(sessionId) {
+      if (!SESSION_ID_PATTERN.test(sessionId)) return undefined;
+      const hash = hashSessionId(sessionId);
+      const { rows } = await db.query<{ member_id: string; idle_ms: number }>(
+        `SELECT member_id, (extract(epoch FROM now() - last_seen_at) * 1000)::float8 AS idle_ms
+         FROM portal_sessions WHERE id_hash = $1`,
+        [hash],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      if (row.idle_ms >= idleMs) {
+        await db.query('DELETE FROM portal_sessions WHERE id_hash = $1', [hash]);
+        return undefined;
+      }
+      if (row.idle_ms >= RENEW_AFTER_MS) {
+        await db.query('UPDATE portal_sessions SET last_seen_at = now() WHERE id_hash = $1', [
+          hash,
+        ]);
+      }
+      return { memberId: row.member_id };
+    },
+
+    async destroy(sessionId) {
+      if (!SESSION_ID_PATTERN.test(sessionId)) return;
+      await db.query('DELETE FROM portal_sessions WHERE id_hash = $1', [hashSessionId(sessionId)]);
+    },
+
+    async destroyAllFor(memberId) {
+      const r = await db.query('DELETE FROM portal_sessions WHERE member_id = $1', [memberId]);
+      return r.rowCount;
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * What every portal route reads: repositories, the session store, the mailer, the public address,
+ * and the request's signed-in member. Built once by the plugin.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createApiKeysRepo } from '../db/api-keys.ts';
+import type { Database } from '../db/client.ts';
+import { createPortalAuditRepo, type NewAuditEntry } from '../db/portal-audit.ts';
+import { createPortalMembersRepo, type Member } from '../db/portal-members.ts';
+import { createPortalPasskeysRepo } from '../db/portal-passkeys.ts';
+import type { SessionStore } from '../db/portal-sessions.ts';
+import { createSignInTokensRepo } from '../db/portal-sign-in-tokens.ts';
+import type { Environment } from '../db/products.ts';
+import type { Logger } from '../logger.ts';
+import type { Mailer } from './mailer.ts';
+
+export interface PortalSession {
+  member: Member;
+  sessionId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in member, set by the portal's session hook on signed-in routes. */
+    portal?: PortalSession;
+  }
+}
+
+export class PortalError extends Error {
+  override name = 'PortalError';
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const SESSION_COOKIE = 'portal_session';
+
+export function createPortalContext(deps: {
+  db: Database;
+  logger: Logger;
+  sessions: SessionStore;
+  mailer: Mailer;
+  publicUrl: () => string;
+}) {
+  const publicUrl = deps.publicUrl;
+  return {
+    ...deps,
+    members: createPortalMembersRepo(deps.db),
+    tokens: createSignInTokensRepo(deps.db),
+    passkeys: createPortalPasskeysRepo(deps.db),
+    audit: createPortalAuditRepo(deps.db),
+    keys: createApiKeysRepo(deps.db),
+    /** The path prefix the browser sees (`/portal`, or `` when the portal has its own origin). */
+    base: () => new URL(publicUrl()).pathname.replace(/\/+$/, ''),
+    secure: () => new URL(publicUrl()).protocol === 'https:',
+    /** Audit a change by the request's member (or the anonymous sign-in's member). */
+    async record(
+      request: FastifyRequest,
+      member: Member,
+      entry: Omit<NewAuditEntry, 'partnerId' | 'memberId' | 'actor' | 'ip'>,
+    ) {
+      await createPortalAuditRepo(deps.db).record({
+        ...entry,
+        partnerId: member.partnerId,
+        memberId: member.id,
+        actor: member.email,
+        ip: request.ip,
+      });
+    },
+  };
+}
+
+export type PortalContext = ReturnType<typeof createPortalContext>;
+
+/** The signed-in member of a route behind the session hook. */
+export function sessionOf(request: FastifyRequest): PortalSession {
+  if (!request.portal) throw new Error('sessionOf() called on a route without the session hook');
+  return request.portal;
+}
+
+export function envParam(request: FastifyRequest): Environment {
+  const env = (request.params as { env?: string }).env;
+  if (env !== 'live' && env !== 'test') {
+    throw new PortalError(404, 'Page not found', 'There is no such environment: use live or test.');
+  }
+  return env;
+}
+
+/** See-other redirect; htmx-boosted requests follow it and show the page it lands on. */
+export function seeOther(reply: FastifyReply, location: string) {
+  return reply.code(303).header('location', location).send();
+}
+
+export function sendPage(reply: FastifyReply, body: { toString(): string }, status = 200) {
+  return reply
+    .code(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(body.toString());
+}

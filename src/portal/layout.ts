@@ -1,0 +1,121 @@
+/**
+ * The portal's page frame: a header with the partner's name, the navigation and the live/test
+ * switch (always visible on signed-in pages), a main region, and a sign-out form. Pages pass their
+ * content; error summaries and notices are rendered here so every page shows them the same way.
+ */
+import type { Member } from '../db/portal-members.ts';
+import type { Environment } from '../db/products.ts';
+import { type Html, html } from './html.ts';
+import { can } from './roles.ts';
+
+export type Section = 'keys' | 'team' | 'audit' | 'account';
+
+export interface PageFrame {
+  title: string;
+  /** The portal's own path prefix, as the browser sees it (links are built from it). */
+  base: string;
+  csrf: string;
+  member: Member;
+  env: Environment;
+  section: Section;
+  /** Errors to list at the top (GOV.UK-style summary), each a sentence that says what to do. */
+  errors?: readonly string[];
+  notice?: Html | string | undefined;
+  body: Html;
+}
+
+const ASSET_VERSION = '1';
+
+function head(base: string, title: string): Html {
+  return html`<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Partner portal</title>
+<link rel="stylesheet" href="${base}/static/portal.css?v=${ASSET_VERSION}">
+<script src="${base}/static/htmx.min.js?v=${ASSET_VERSION}" defer></script>
+<script src="${base}/static/portal.js?v=${ASSET_VERSION}" defer></script>
+<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>`;
+}
+
+export function errorSummary(errors: readonly string[] | undefined): Html | '' {
+  if (!errors?.length) return '';
+  return html`<div class="error-summary" role="alert" tabindex="-1">
+  <h2>There is a problem</h2>
+  <ul>${errors.map((e) => html`<li>${e}</li>`)}</ul>
+</div>`;
+}
+
+const NAV: Array<{ section: Section; label: string; show: (m: Member) => boolean }> = [
+  { section: 'keys', label: 'API keys', show: () => true },
+  { section: 'team', label: 'Team', show: () => true },
+  { section: 'audit', label: 'Audit log', show: (m) => can(m.role, 'audit.view') },
+  { section: 'account', label: 'Your account', show: () => true },
+];
+
+export function page(frame: PageFrame): Html {
+  const { base, env, member } = frame;
+  const other: Environment = env === 'live' ? 'test' : 'live';
+  const here = (e: Environment) => `${base}/${e}/${frame.section}`;
+  return html`<!doctype html>
+<html lang="en">
+<head>${head(base, frame.title)}</head>
+<body class="env-${env}" hx-boost="true">
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="topbar">
+  <div class="topbar-inner">
+    <span class="brand">${member.partnerName}</span>
+    <nav aria-label="Environment" class="env-switch">
+      <a href="${here('live')}" ${env === 'live' ? html`aria-current="page"` : ''} class="env-live">Live</a>
+      <a href="${here('test')}" ${env === 'test' ? html`aria-current="page"` : ''} class="env-test">Test</a>
+    </nav>
+    <nav aria-label="Sections" class="sections">
+      <ul>
+      ${NAV.filter((n) => n.show(member)).map(
+        (n) =>
+          html`<li><a href="${base}/${env}/${n.section}" ${n.section === frame.section ? html`aria-current="page"` : ''}>${n.label}</a></li>`,
+      )}
+      </ul>
+    </nav>
+    <form method="post" action="${base}/sign-out" class="sign-out">
+      <input type="hidden" name="_csrf" value="${frame.csrf}">
+      <span class="who">${member.email} · ${member.role}</span>
+      <button type="submit" class="link-button">Sign out</button>
+    </form>
+  </div>
+</header>
+${env === 'test' ? html`<div class="test-banner" role="note">You are viewing <strong>test</strong> data. Keys here start with <code>svc_test_</code> and see only sandbox products. <a href="${here(other)}">Switch to live</a></div>` : ''}
+<main id="main" tabindex="-1">
+  <h1>${frame.title}</h1>
+  ${errorSummary(frame.errors)}
+  ${frame.notice ? html`<div class="notice" role="status">${frame.notice}</div>` : ''}
+  ${frame.body}
+</main>
+</body>
+</html>`;
+}
+
+/** A page without the signed-in frame: sign-in, link confirmation, errors before sign-in. */
+export function barePage(opts: {
+  base: string;
+  title: string;
+  errors?: readonly string[];
+  body: Html;
+}): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>${head(opts.base, opts.title)}</head>
+<body class="bare">
+<main id="main" class="card">
+  <p class="brand">Partner portal</p>
+  <h1>${opts.title}</h1>
+  ${errorSummary(opts.errors)}
+  ${opts.body}
+</main>
+</body>
+</html>`;
+}
+
+/** Dates as partners read them: UTC, to the minute, unambiguous. */
+export function when(date: Date | null | undefined, none = '—'): string {
+  if (!date) return none;
+  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}

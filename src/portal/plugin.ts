@@ -1,0 +1,221 @@
+/**
+ * The partner portal, a Fastify plugin the api role registers under `/portal`: server-rendered pages
+ * (html.ts, layout.ts), sessions kept server-side, CSRF tokens on every state change, sign-in rate
+ * limits, and its own error pages (HTML in words, never the API's JSON envelope).
+ *
+ * Security choices, in one place:
+ * - The session cookie is HttpOnly, SameSite=Lax, Secure when the public address is HTTPS, scoped to
+ *   the portal's path; a new session id is issued at every sign-in (rotation).
+ * - Every POST must carry the CSRF token of @fastify/csrf-protection (a form field `_csrf` or the
+ *   `x-csrf-token` header), checked before any handler runs.
+ * - Pages are never framed or cached, send no Referer (sign-in links carry a token), and run only
+ *   the portal's own scripts (Content-Security-Policy).
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import cookie from '@fastify/cookie';
+import csrf from '@fastify/csrf-protection';
+import formbody from '@fastify/formbody';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { Database } from '../db/client.ts';
+import { createDbSessionStore, type SessionStore } from '../db/portal-sessions.ts';
+import type { Logger } from '../logger.ts';
+import type { Redis } from '../redis.ts';
+import {
+  createPortalContext,
+  type PortalContext,
+  PortalError,
+  SESSION_COOKIE,
+  seeOther,
+  sendPage,
+} from './context.ts';
+import { html } from './html.ts';
+import { barePage } from './layout.ts';
+import type { Mailer } from './mailer.ts';
+import { createRedisSessionStore } from './redis-sessions.ts';
+import { accountRoutes } from './routes/account.ts';
+import { auditRoutes } from './routes/audit.ts';
+import { keysRoutes } from './routes/keys.ts';
+import { signInRoutes } from './routes/sign-in.ts';
+import { teamRoutes } from './routes/team.ts';
+
+export interface PortalOptions {
+  db: Database;
+  logger: Logger;
+  /** With Redis, sessions live there (shared by every API process) instead of the database. */
+  redis?: Redis | undefined;
+  mailer: Mailer;
+  /** The portal's public address (`…/portal`); a function, as the listening port is known late. */
+  publicUrl: () => string;
+  /** Inactivity after which a session ends. */
+  idleMs: number;
+  /** Sign-in attempts allowed per client address and window (tests lower it). */
+  signInLimit?: { max: number; windowMs: number };
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A portal route reachable without a session (sign-in, static files). */
+    portalPublic?: boolean;
+  }
+}
+
+const require = createRequire(import.meta.url);
+const STATIC: Record<string, { file: string; type: string }> = {
+  'portal.css': {
+    file: new URL('./static/portal.css', import.meta.url).pathname,
+    type: 'text/css',
+  },
+  'portal.js': {
+    file: new URL('./static/portal.js', import.meta.url).pathname,
+    type: 'text/javascript',
+  },
+  'htmx.min.js': { file: require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript' },
+  'simplewebauthn.js': {
+    // The package exports only its module entries; its browser bundle sits beside them.
+    file: path.join(
+      path.dirname(require.resolve('@simplewebauthn/browser')),
+      '../dist/bundle/index.umd.min.js',
+    ),
+    type: 'text/javascript',
+  },
+};
+
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
+export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts) => {
+  const sessions: SessionStore = opts.redis
+    ? createRedisSessionStore(opts.redis, opts.idleMs)
+    : createDbSessionStore(opts.db, opts.idleMs);
+  const ctx = createPortalContext({
+    db: opts.db,
+    logger: opts.logger,
+    sessions,
+    mailer: opts.mailer,
+    publicUrl: opts.publicUrl,
+  });
+  const base = ctx.base;
+
+  // The portal's routes are pages, not API operations: keep them out of the OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+
+  await app.register(formbody, { bodyLimit: 16 * 1024 });
+  await app.register(cookie);
+  await app.register(csrf, {
+    sessionPlugin: '@fastify/cookie',
+    cookieKey: 'portal_csrf',
+    cookieOpts: { path: base() || '/', httpOnly: true, sameSite: 'lax', secure: ctx.secure() },
+  });
+  await app.register(rateLimit, {
+    global: false,
+    ...(opts.redis ? { redis: opts.redis, nameSpace: 'pys:portal-rl:' } : {}),
+    skipOnError: true,
+    errorResponseBuilder: (_request, context) =>
+      new PortalError(
+        429,
+        'Too many attempts',
+        `Too many sign-in attempts from your address. Try again in ${Math.max(1, Math.ceil(context.ttl / 60_000))} minute(s).`,
+      ),
+  });
+
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.headers(SECURITY_HEADERS);
+    return payload;
+  });
+
+  // Every state change carries the form's CSRF token; checked before the session and the handler.
+  app.addHook('preValidation', (request, reply, done) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return done();
+    app.csrfProtection(request, reply, done);
+  });
+
+  // Signed-in routes: the session cookie names a live session of an active member, else sign in.
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.routeOptions.config.portalPublic) return;
+    const id = request.cookies[SESSION_COOKIE];
+    const session = id ? await sessions.resolve(id) : undefined;
+    const member = session ? await ctx.members.get(session.memberId) : undefined;
+    if (!id || !member || member.removedAt) {
+      if (request.method === 'GET') return seeOther(reply, `${base()}/sign-in`);
+      throw new PortalError(
+        401,
+        'Signed out',
+        'Your session has ended. Sign in again, then repeat what you were doing.',
+      );
+    }
+    request.portal = { member, sessionId: id };
+  });
+
+  app.setErrorHandler((err: FastifyError | PortalError, request, reply) => {
+    let status: number;
+    let title: string;
+    let message: string;
+    if (err instanceof PortalError) {
+      ({ status, title, message } = err);
+    } else if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
+      status = 403;
+      title = 'This form has expired';
+      message = 'The form was older than your session. Go back, reload the page and try again.';
+    } else if (err.statusCode === 413) {
+      status = 413;
+      title = 'Too much data';
+      message = 'The form sent more than the portal accepts. Shorten the values and try again.';
+    } else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      status = 400;
+      title = 'That did not work';
+      message = 'The request was not understood. Go back, reload the page and try again.';
+    } else {
+      request.log.error({ err }, 'portal error');
+      status = 500;
+      title = 'Something went wrong on our side';
+      message = 'Nothing was changed. Try again in a minute; if it keeps failing, contact support.';
+    }
+    return sendPage(reply, errorPage(ctx, request, title, message), status);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendPage(
+      reply,
+      errorPage(ctx, request, 'Page not found', 'There is no page at this address.'),
+      404,
+    ),
+  );
+
+  for (const [name, asset] of Object.entries(STATIC)) {
+    const body = readFileSync(asset.file);
+    app.get(`/static/${name}`, { config: { portalPublic: true } }, async (_request, reply) =>
+      reply
+        .header('content-type', `${asset.type}; charset=utf-8`)
+        .header('cache-control', 'public, max-age=3600')
+        .send(body),
+    );
+  }
+
+  app.get('/', async (_request, reply) => seeOther(reply, `${base()}/live/keys`));
+
+  const limit = opts.signInLimit ?? { max: 10, windowMs: 15 * 60_000 };
+  await app.register(signInRoutes(ctx, limit));
+  await app.register(keysRoutes(ctx));
+  await app.register(teamRoutes(ctx));
+  await app.register(auditRoutes(ctx));
+  await app.register(accountRoutes(ctx));
+};
+
+function errorPage(ctx: PortalContext, _request: FastifyRequest, title: string, message: string) {
+  return barePage({
+    base: ctx.base(),
+    title,
+    body: html`<p>${message}</p><p><a href="${ctx.base()}/">Go to the portal</a></p>`,
+  });
+}

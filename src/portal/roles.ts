@@ -1,0 +1,50 @@
+/**
+ * What each role may do: the one table every portal action checks (and docs/portal.md shows).
+ * Developers manage test keys only; live keys move real money, so they are for owners and admins.
+ */
+import type { MemberRole } from '../db/portal-members.ts';
+import type { Environment } from '../db/products.ts';
+
+export type Permission =
+  | 'keys.view'
+  | 'keys.manage.test'
+  | 'keys.manage.live'
+  | 'team.view'
+  | 'team.manage'
+  | 'team.manage.owners'
+  | 'audit.view';
+
+export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
+  owner: [
+    'keys.view',
+    'keys.manage.test',
+    'keys.manage.live',
+    'team.view',
+    'team.manage',
+    'team.manage.owners',
+    'audit.view',
+  ],
+  admin: [
+    'keys.view',
+    'keys.manage.test',
+    'keys.manage.live',
+    'team.view',
+    'team.manage',
+    'audit.view',
+  ],
+  developer: ['keys.view', 'keys.manage.test', 'team.view'],
+  viewer: ['keys.view', 'team.view'],
+};
+
+export function can(role: MemberRole, permission: Permission): boolean {
+  return PERMISSIONS[role].includes(permission);
+}
+
+export function canManageKeys(role: MemberRole, environment: Environment): boolean {
+  return can(role, environment === 'live' ? 'keys.manage.live' : 'keys.manage.test');
+}
+
+/** Whether `actor` may invite a member with `role`, or remove one who has it. */
+export function canManageRole(actor: MemberRole, role: MemberRole): boolean {
+  return role === 'owner' ? can(actor, 'team.manage.owners') : can(actor, 'team.manage');
+}

@@ -1,0 +1,59 @@
+/** The audit log, newest first: owners and admins see every change made in their team's portal. */
+import type { FastifyPluginAsync } from 'fastify';
+import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
+import { html } from '../html.ts';
+import { page, when } from '../layout.ts';
+import { can } from '../roles.ts';
+
+const ACTION_LABEL: Record<string, string> = {
+  'member.signed_in': 'Signed in',
+  'member.signed_out_everywhere': 'Signed out everywhere',
+  'member.invited': 'Invited a member',
+  'member.removed': 'Removed a member',
+  'key.created': 'Created a key',
+  'key.rolled': 'Rolled a key',
+  'key.revoked': 'Revoked a key',
+  'passkey.registered': 'Added a passkey',
+  'passkey.removed': 'Removed a passkey',
+};
+
+export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
+  return async (app) => {
+    app.get<{ Params: { env: string } }>('/:env/audit', async (request, reply) => {
+      const env = envParam(request);
+      const { member } = sessionOf(request);
+      if (!can(member.role, 'audit.view')) {
+        throw new PortalError(
+          403,
+          'Not allowed',
+          `As ${member.role} you cannot see the audit log. Owners and admins can.`,
+        );
+      }
+      const entries = await ctx.audit.list(member.partnerId);
+      return sendPage(
+        reply,
+        page({
+          title: 'Audit log',
+          base: ctx.base(),
+          csrf: reply.generateCsrf(),
+          member,
+          env,
+          section: 'audit',
+          body: html`<p class="lead">Every change made in your team's portal, newest first (the latest 200). Both environments.</p>
+${
+  entries.length === 0
+    ? html`<div class="empty"><strong>Nothing yet</strong>Sign-ins and changes to keys and the team appear here.</div>`
+    : html`<table>
+  <caption class="visually-hidden">Audit log</caption>
+  <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Env</th><th scope="col">Details</th><th scope="col">From</th></tr></thead>
+  <tbody>${entries.map(
+    (e) =>
+      html`<tr><td>${when(e.createdAt)}</td><td>${e.actor}</td><td>${ACTION_LABEL[e.action] ?? e.action}</td><td>${e.environment ?? '—'}</td><td><code>${e.target ?? ''}</code></td><td>${e.ip ?? '—'}</td></tr>`,
+  )}</tbody>
+</table>`
+}`,
+        }),
+      );
+    });
+  };
+}

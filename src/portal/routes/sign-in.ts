@@ -1,0 +1,168 @@
+/**
+ * Sign-in by one-time link, and sign-out. Asking for a link answers the same whether or not the
+ * address belongs to a member (no enumeration); every attempt counts against the client address's
+ * sign-in limit. Using a link starts a new session (a new id: rotation at sign-in).
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Member } from '../../db/portal-members.ts';
+import { normaliseEmail } from '../../db/portal-members.ts';
+import { type PortalContext, PortalError, SESSION_COOKIE, seeOther, sendPage } from '../context.ts';
+import { html } from '../html.ts';
+import { barePage } from '../layout.ts';
+import { mailSignInLink } from '../sign-in-links.ts';
+
+export function sessionCookieOptions(ctx: PortalContext) {
+  return {
+    path: ctx.base() || '/',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: ctx.secure(),
+  };
+}
+
+/** Starts a session for a member who just proved who they are (link or passkey). */
+export async function startSession(
+  ctx: PortalContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  member: Member,
+  method: 'link' | 'passkey',
+) {
+  // Rotation: whatever session the browser had ends; the new one gets a fresh id.
+  const previous = request.cookies[SESSION_COOKIE];
+  if (previous) await ctx.sessions.destroy(previous);
+  const id = await ctx.sessions.create(member.id, {
+    ip: request.ip,
+    userAgent: request.headers['user-agent'],
+  });
+  reply.setCookie(SESSION_COOKIE, id, sessionCookieOptions(ctx));
+  await ctx.record(request, member, { action: 'member.signed_in', target: `by ${method}` });
+}
+
+export function signInPage(
+  ctx: PortalContext,
+  csrf: string,
+  opts: { email?: string; errors?: string[] } = {},
+) {
+  const base = ctx.base();
+  const invalid = opts.errors?.length
+    ? html` aria-invalid="true" aria-describedby="email-error"`
+    : '';
+  return barePage({
+    base,
+    title: 'Sign in',
+    errors: opts.errors,
+    body: html`<p>We will email you a link that signs you in. It works once, for 15 minutes.</p>
+<form method="post" action="${base}/sign-in" novalidate>
+  <input type="hidden" name="_csrf" value="${csrf}">
+  <div class="field">
+    <label for="email">Work email</label>
+    ${opts.errors?.length ? html`<p class="hint" id="email-error">${opts.errors[0]}</p>` : ''}
+    <input type="email" id="email" name="email" autocomplete="username webauthn" required value="${opts.email ?? ''}"${invalid}>
+  </div>
+  <button type="submit">Email me a sign-in link</button>
+</form>
+`,
+  });
+}
+
+export function signInRoutes(
+  ctx: PortalContext,
+  limit: { max: number; windowMs: number },
+): FastifyPluginAsync {
+  const rateLimit = { max: limit.max, timeWindow: limit.windowMs };
+  return async (app) => {
+    const base = ctx.base;
+
+    app.get('/sign-in', { config: { portalPublic: true } }, async (_request, reply) =>
+      sendPage(reply, signInPage(ctx, reply.generateCsrf())),
+    );
+
+    app.post<{ Body: { email?: unknown } }>(
+      '/sign-in',
+      { config: { portalPublic: true, rateLimit } },
+      async (request, reply) => {
+        const given = typeof request.body?.email === 'string' ? request.body.email : '';
+        const email = normaliseEmail(given);
+        if (!email) {
+          return sendPage(
+            reply,
+            signInPage(ctx, reply.generateCsrf(), {
+              email: given.slice(0, 254),
+              errors: ['Enter your work email address, like name@example.com.'],
+            }),
+            400,
+          );
+        }
+        const member = await ctx.members.findActiveByEmail(email);
+        if (member) await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), member);
+        return sendPage(
+          reply,
+          barePage({
+            base: base(),
+            title: 'Check your email',
+            body: html`<p>If <strong>${email}</strong> belongs to a member of a partner team, a sign-in link is on its way. It works once, for 15 minutes.</p>
+<p><a href="${base()}/sign-in">Use another address</a></p>`,
+          }),
+        );
+      },
+    );
+
+    app.get<{ Querystring: { token?: string } }>(
+      '/sign-in/link',
+      { config: { portalPublic: true, rateLimit } },
+      async (request, reply) => {
+        const token = typeof request.query.token === 'string' ? request.query.token : '';
+        if (!(await ctx.tokens.isUsable(token))) throw linkRefused();
+        return sendPage(
+          reply,
+          barePage({
+            base: base(),
+            title: 'Sign in to the partner portal',
+            body: html`<p>This one-time link signs you in on this browser.</p>
+<form method="post" action="${base()}/sign-in/link">
+  <input type="hidden" name="_csrf" value="${reply.generateCsrf()}">
+  <input type="hidden" name="token" value="${token}">
+  <button type="submit">Continue</button>
+</form>`,
+          }),
+        );
+      },
+    );
+
+    app.post<{ Body: { token?: unknown } }>(
+      '/sign-in/link',
+      { config: { portalPublic: true, rateLimit } },
+      async (request, reply) => {
+        const token = typeof request.body?.token === 'string' ? request.body.token : '';
+        const used = await ctx.tokens.consume(token);
+        if (!used.ok) throw linkRefused(used.reason);
+        const member = await ctx.members.get(used.memberId);
+        if (!member) throw linkRefused();
+        await startSession(ctx, request, reply, member, 'link');
+        return seeOther(reply, `${base()}/live/keys`);
+      },
+    );
+
+    app.post('/sign-out', async (request, reply) => {
+      const id = request.cookies[SESSION_COOKIE];
+      if (id) await ctx.sessions.destroy(id);
+      reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(ctx));
+      return seeOther(reply, `${base()}/sign-in`);
+    });
+  };
+
+  function linkRefused(reason: 'unknown' | 'used' | 'expired' = 'unknown') {
+    const why = {
+      used: 'This sign-in link was already used: each link works once.',
+      expired: 'This sign-in link has expired: links work for 15 minutes.',
+      unknown:
+        'This sign-in link is not valid: it may have been used, have expired, or be incomplete.',
+    }[reason];
+    return new PortalError(
+      410,
+      'This link no longer works',
+      `${why} Ask for a new one on the sign-in page.`,
+    );
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * One-time sign-in links and invitations: the one code path for the operator's CLI (`portal
+ * invite`), the team page's invitations and the sign-in form. A link is `…/portal/sign-in/link?token=…`,
+ * single use, valid 15 minutes; it opens a confirmation page whose button uses it, so a mail
+ * scanner that fetches links cannot spend it.
+ */
+import type { Database } from '../db/client.ts';
+import { createPortalAuditRepo } from '../db/portal-audit.ts';
+import { createPortalMembersRepo, type Member, type MemberRole } from '../db/portal-members.ts';
+import { createSignInTokensRepo, SIGN_IN_LINK_TTL_MS } from '../db/portal-sign-in-tokens.ts';
+import type { Mailer } from './mailer.ts';
+
+export function signInUrl(publicUrl: string, token: string): string {
+  return `${publicUrl}/sign-in/link?token=${token}`;
+}
+
+export async function issueSignInUrl(db: Database, publicUrl: string, memberId: string) {
+  const token = await createSignInTokensRepo(db).issue(memberId);
+  return signInUrl(publicUrl, token);
+}
+
+/**
+ * Adds a member to a partner's team and audits it. `by` is the inviting member, or undefined for
+ * the operator. Throws MemberExistsError when the email is already an active member's.
+ */
+export async function inviteMember(
+  db: Database,
+  input: { partnerId: string; email: string; role: MemberRole; by?: Member; ip?: string },
+): Promise<Member> {
+  return db.transaction(async (tx) => {
+    const member = await createPortalMembersRepo(tx).invite({
+      partnerId: input.partnerId,
+      email: input.email,
+      role: input.role,
+      invitedBy: input.by?.id ?? null,
+    });
+    await createPortalAuditRepo(tx).record({
+      partnerId: input.partnerId,
+      memberId: input.by?.id ?? null,
+      actor: input.by?.email ?? 'operator',
+      action: 'member.invited',
+      target: `${member.email} (${member.role})`,
+      ip: input.ip ?? null,
+    });
+    return member;
+  });
+}
+
+/** Mails a member a fresh sign-in link (an invitation names who invited them). */
+export async function mailSignInLink(
+  db: Database,
+  mailer: Mailer,
+  publicUrl: string,
+  member: Member,
+  invitedBy?: Member,
+): Promise<void> {
+  const url = await issueSignInUrl(db, publicUrl, member.id);
+  const minutes = SIGN_IN_LINK_TTL_MS / 60_000;
+  const intro = invitedBy
+    ? `${invitedBy.email} invited you to ${member.partnerName}'s team on the partner portal, as ${member.role}.`
+    : `Here is your link to sign in to ${member.partnerName}'s partner portal.`;
+  await mailer.send({
+    to: member.email,
+    subject: invitedBy
+      ? `You are invited to ${member.partnerName} on the partner portal`
+      : 'Your sign-in link for the partner portal',
+    text: [
+      intro,
+      '',
+      `Sign in (the link works once, for ${minutes} minutes):`,
+      url,
+      '',
+      'If you did not ask for this, ignore this message: nobody can sign in without the link.',
+    ].join('\n'),
+  });
+}

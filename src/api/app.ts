@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
-import type { SyncPublicClient } from '../chain/chains.ts';
+import type { ChainClient } from '../chain/client.ts';
 import {
   type ApiKeysRepo,
   createApiKeysRepo,
@@ -42,7 +42,7 @@ export type ChainEntries = ReadonlyArray<{
   chainId: number;
   name: string;
   evm: boolean;
-  client: SyncPublicClient;
+  client: ChainClient;
 }>;
 
 export interface AppDeps {
@@ -252,7 +252,7 @@ export async function buildApp(deps: AppDeps) {
   };
   // The chains may start after the server listens (a fresh local chain takes seconds): the maps
   // fill when they are up, and until then chain reads answer 503 chain_rpc_unavailable.
-  const clients = new Map<number, SyncPublicClient>();
+  const clients = new Map<number, ChainClient>();
   const nonEvmChains = new Set<number>();
   const names = new Map<number, string>();
   Promise.resolve(deps.chains ?? []).then(

@@ -6,8 +6,10 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type Address, getAddress, isAddress } from 'viem';
-import { type ChainSettings, createSyncClient, type SyncPublicClient } from '../chain/chains.ts';
+import type { ChainSettings } from '../chain/chains.ts';
+import { type ChainClient, createChainClient } from '../chain/client.ts';
 import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
+import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import {
@@ -18,7 +20,6 @@ import {
   type VaultKind,
 } from '../db/products.ts';
 import { configuredChains, localChainSettings } from '../sync/chain-runtime.ts';
-import { OperatorError } from '../sync/lifecycle/operator.ts';
 import {
   deprecateProduct,
   InvalidMoveError,
@@ -212,7 +213,7 @@ async function rpcAnswers(url: string): Promise<boolean> {
  */
 function operatorChains(config: Config): OperatorContext['chainFor'] & { stop(): Promise<void> } {
   let started: LocalChain | undefined;
-  const resolved = new Map<number, { chain: ChainSettings; client: SyncPublicClient }>();
+  const resolved = new Map<number, { chain: ChainSettings; client: ChainClient }>();
   const chainFor = async (chainId: number) => {
     const hit = resolved.get(chainId);
     if (hit) return hit;
@@ -236,7 +237,7 @@ function operatorChains(config: Config): OperatorContext['chainFor'] & { stop():
         chain = localChainSettings(started.anvil.rpcUrl, local.chainId);
       }
     }
-    const entry = { chain, client: createSyncClient(chain) };
+    const entry = { chain, client: createChainClient(chain) };
     resolved.set(chainId, entry);
     return entry;
   };

@@ -16,8 +16,7 @@
  *   held: the lifecycle worker deploys it within seconds of the first start.
  */
 import type { Address } from 'viem';
-import type { SyncPublicClient } from '../chain/chains.ts';
-import { yieldEngineAbi } from '../chain/generated/YieldEngine.ts';
+import type { ChainClient } from '../chain/client.ts';
 import {
   DEMO_PARTNERS,
   type DemoProduct,
@@ -25,6 +24,7 @@ import {
   PRODUCT_KEYS,
 } from '../chain/local/demo-manifest.ts';
 import type { LocalDeployment } from '../chain/local/deployment.ts';
+import { readShareDecimals } from '../chain/read-share-decimals.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
@@ -68,7 +68,7 @@ export async function provisionDemo(options: {
   db: Database;
   logger: Logger;
   deployment: LocalDeployment;
-  client: SyncPublicClient;
+  client: ChainClient;
   /** Encrypts the inbound secrets at rest. */
   secretBox: SecretBox;
 }): Promise<DemoResult> {
@@ -82,11 +82,7 @@ export async function provisionDemo(options: {
     await Promise.all(
       engines.map(async (e) => {
         const [decimals, block] = await Promise.all([
-          client.readContract({
-            address: e.address,
-            abi: yieldEngineAbi,
-            functionName: 'decimals',
-          }),
+          readShareDecimals(client, { vault: e.address }),
           client.getBlock({ blockNumber: BigInt(e.deploymentBlock) }),
         ]);
         return [e.slug, { decimals, at: new Date(Number(block.timestamp) * 1000) }] as const;

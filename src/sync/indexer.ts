@@ -28,7 +28,8 @@
  *   many results, range too large, timeout); the limit grows back slowly after successes.
  */
 import type { Hex } from 'viem';
-import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
+import type { ChainSettings } from '../chain/chains.ts';
+import type { ChainClient } from '../chain/client.ts';
 import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
 import { createLeasesRepo } from '../db/leases.ts';
@@ -50,7 +51,7 @@ export interface IndexerDeps {
   db: Database;
   logger: Logger;
   chain: ChainSettings;
-  client: SyncPublicClient;
+  client: ChainClient;
   /** Identity of this process in the lease (e.g. hostname:pid:random). */
   holder: string;
   /** Lease time to live; another process takes over this long after the holder stops renewing. */

@@ -13,17 +13,17 @@ import {
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSnapshotReads } from '../../src/api/read-model.ts';
-import { createSyncClient } from '../../src/chain/chains.ts';
+import { createChainClient } from '../../src/chain/client.ts';
 import { engineConstructorArgs } from '../../src/chain/deploy.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import { yieldEngineBytecode } from '../../src/chain/generated/YieldEngine.ts';
+import { operatorWallet } from '../../src/chain/send-engine-call.ts';
 import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
 import { createSnapshotsRepo } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
-import { operatorWallet } from '../../src/sync/lifecycle/operator.ts';
 import { deprecateProduct } from '../../src/sync/lifecycle/operator-commands.ts';
 import { createDeployStore } from '../../src/sync/lifecycle/store.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
@@ -63,7 +63,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       db: t.db,
       logger: log,
       chain: chain(),
-      client: createSyncClient(chain()),
+      client: createChainClient(chain()),
       holder,
       now: () => clock,
     });
@@ -72,7 +72,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       (e) => e.dedupeKey,
     );
   const reload = async () => (product = (await createProductsRepo(t.db).getById(product.id))!);
-  const operatorNonce = () => createSyncClient(chain()).getTransactionCount({ address: OPERATOR });
+  const operatorNonce = () => createChainClient(chain()).getTransactionCount({ address: OPERATOR });
 
   beforeAll(async () => {
     t = await freshDatabase(engine);
@@ -126,7 +126,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     expect(product.status).toBe('active');
     expect(product.deployTxHash).toBe(hash);
     expect(await operatorNonce()).toBe(nonceBefore + 1); // exactly one transaction: one engine
-    const client = createSyncClient(chain());
+    const client = createChainClient(chain());
     const receipt = await client.getTransactionReceipt({ hash: hash! });
     const engineAddress = getAddress(receipt.contractAddress!);
     expect(product.engineAddress).toBe(engineAddress);
@@ -286,7 +286,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       const out = await deprecateProduct(
         {
           db: t.db,
-          chainFor: async () => ({ chain: chain(), client: createSyncClient(chain()) }),
+          chainFor: async () => ({ chain: chain(), client: createChainClient(chain()) }),
           now: () => clock,
         },
         slug,
@@ -296,19 +296,22 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     } finally {
       await fx.rpc('evm_setAutomine', [false]);
     }
-    const onChain = await createSyncClient(chain()).readContract({
+    const onChain = await createChainClient(chain()).readContract({
       address: product.engineAddress as Address,
       abi: yieldEngineAbi,
       functionName: 'deprecated',
     });
     expect(onChain).toBe(true);
-    fx.now = Number((await createSyncClient(chain()).getBlock()).timestamp) + 1;
+    fx.now = Number((await createChainClient(chain()).getBlock()).timestamp) + 1;
     await mine(2);
     await lifecycle().tick();
     expect((await reload()).status).toBe('deprecated');
     await expect(
       deprecateProduct(
-        { db: t.db, chainFor: async () => ({ chain: chain(), client: createSyncClient(chain()) }) },
+        {
+          db: t.db,
+          chainFor: async () => ({ chain: chain(), client: createChainClient(chain()) }),
+        },
         slug,
       ),
     ).rejects.toThrow(/deprecated, which is final/);
@@ -427,7 +430,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     });
     // A node that answers the broadcast before it mines: the first receipt read misses, and the
     // transaction is mined right after (what a real first start on the local chain showed).
-    const real = createSyncClient(chain());
+    const real = createChainClient(chain());
     let mineOnMiss = true;
     const racy = new Proxy(real, {
       get(target, prop, receiver) {

@@ -4,7 +4,7 @@
  * share decimals for shares), addresses EIP-55, times ISO 8601 UTC with `Z`.
  */
 import { encodeFunctionData, getAddress, type Hex, hexToBigInt, numberToHex } from 'viem';
-import type { SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
 import { yieldEngineAbi } from '../../chain/generated/YieldEngine.ts';
 import type { Product } from '../../db/products.ts';
 import { formatUnits } from '../../money/units.ts';
@@ -77,7 +77,7 @@ export function isRedeemRequested(log: RawLog): boolean {
  * Zero (no underlying request was needed, nothing to wait for) means claimable at once: block time.
  */
 export async function readSettlementTimes(
-  client: SyncPublicClient,
+  client: ChainClient,
   logs: readonly RawLog[],
 ): Promise<Map<string, number>> {
   const wanted = logs.filter(isRedeemRequested);

@@ -7,7 +7,7 @@
  * cursor, so a reorg landing between the two reads changes a hash the next range checks.
  */
 import type { Hex } from 'viem';
-import type { SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
 import type { Cursor } from '../../db/cursors.ts';
 import type { Product } from '../../db/products.ts';
 import { getHeader, getHeaders } from './blocks.ts';
@@ -50,7 +50,7 @@ export interface RangeRequest {
 }
 
 export async function fetchRange(
-  client: SyncPublicClient,
+  client: ChainClient,
   { chainId, cursor, to, engines, insertChunk }: RangeRequest,
 ): Promise<FetchResult> {
   const from = cursor.blockNumber + 1n;

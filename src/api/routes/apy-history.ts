@@ -1,12 +1,12 @@
 /** GET /api/partner/products/{slug}/apy-history?days=7|30|180: one row per measured day, newest first. */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { trailingDays } from '../date-range.ts';
 import { ApiError } from '../errors.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const ALLOWED_DAYS = [7, 30, 180] as const;

@@ -6,12 +6,12 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';
 import { feeStatsRange } from '../date-range.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const FeeStatsRow = Type.Object(

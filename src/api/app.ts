@@ -221,6 +221,7 @@ export async function buildApp(deps: AppDeps) {
   const reads = createSnapshotReads(deps.db);
   const snapshots: SnapshotReads = {
     latestFor: (ids) => cache.get(`latest:${ids.join(',')}`, () => reads.latestFor(ids)),
+    latestFinalDate: (id) => cache.get(`final:${id}`, () => reads.latestFinalDate(id)),
     latestNetApy: (id) => cache.get(`apy:${id}`, () => reads.latestNetApy(id)),
     apyHistory: (id, from, to) =>
       cache.get(`history:${id}:${from}:${to}`, () => reads.apyHistory(id, from, to)),

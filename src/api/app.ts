@@ -18,6 +18,7 @@ import type { Database } from '../db/client.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
+import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
 import type { Redis } from '../redis.ts';
@@ -27,7 +28,6 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts
 import { apiKeyDigest } from './keys.ts';
 import { partnerScope } from './partner-scope.ts';
 import { createReadCache } from './read-cache.ts';
-import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
 import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -221,6 +221,7 @@ export async function buildApp(deps: AppDeps) {
   const reads = createSnapshotReads(deps.db);
   const snapshots: SnapshotReads = {
     latestFor: (ids) => cache.get(`latest:${ids.join(',')}`, () => reads.latestFor(ids)),
+    latestFinalDate: (id) => cache.get(`final:${id}`, () => reads.latestFinalDate(id)),
     latestNetApy: (id) => cache.get(`apy:${id}`, () => reads.latestNetApy(id)),
     apyHistory: (id, from, to) =>
       cache.get(`history:${id}:${from}:${to}`, () => reads.apyHistory(id, from, to)),

@@ -291,6 +291,7 @@ export async function buildApp(deps: AppDeps) {
     await app.register(portalPlugin, {
       prefix: '/portal',
       ...deps.portal,
+      secretBox: deps.secretBox,
       db: deps.db,
       logger: deps.logger,
       redis: deps.redis,

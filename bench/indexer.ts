@@ -9,8 +9,14 @@
  * measured, and the best run is the one least disturbed by the rest of the machine.
  */
 import { type Address, encodeFunctionData, type Hex, maxUint256, numberToHex } from 'viem';
-import { type ChainSettings, createSyncClient } from '../src/chain/chains.ts';
-import { createChainPublicClient, createChainWalletClient } from '../src/chain/clients.ts';
+import type { ChainSettings } from '../src/chain/chains.ts';
+import {
+  createChainClient,
+  createChainWallet,
+  endpointOf,
+  LOCAL_NODE_CLIENT,
+  LOCAL_NODE_WALLET,
+} from '../src/chain/client.ts';
 import { deployContract, deployEngine } from '../src/chain/deploy.ts';
 import {
   testUSDAbi,
@@ -23,14 +29,14 @@ import { LOCAL_ROLES } from '../src/chain/local/accounts.ts';
 import { startAnvil } from '../src/chain/local/anvil.ts';
 import { aprBpsToRatePerSecond } from '../src/chain/local/rates.ts';
 import { createRpc } from '../src/chain/local/rpc.ts';
+import type { IndexedEvent } from '../src/db/chain-events-copy.ts';
+import { insertChunkFor, insertPrepared, prepareEvents } from '../src/db/chain-events-copy.ts';
 import type { Database } from '../src/db/client.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
 import { createProductsRepo } from '../src/db/products.ts';
 import { createLogger } from '../src/logger.ts';
-import type { IndexedEvent } from '../src/sync/indexer/events.ts';
 import { getEngineLogs, RangeRejectedError } from '../src/sync/indexer/logs.ts';
 import { createRangeWindow } from '../src/sync/indexer/range-window.ts';
-import { insertChunkFor, insertPrepared, prepareEvents } from '../src/sync/indexer/store.ts';
 import { createIndexer } from '../src/sync/indexer.ts';
 import { type EngineName, freshDatabase, storageEngines } from '../test/helpers/db.ts';
 import { type CpuSpent, startCpuMeter } from './cpu-meter.ts';
@@ -58,8 +64,12 @@ const t0 = performance.now();
 const anvil = await startAnvil({ genesisTimestamp: 1_700_000_000 });
 try {
   const rpc = createRpc(anvil.rpcUrl);
-  const client = createChainPublicClient(anvil.rpcUrl, anvil.chainId);
-  const wallet = createChainWalletClient(anvil.rpcUrl, anvil.chainId, OPERATOR);
+  const client = createChainClient(endpointOf(anvil.rpcUrl, anvil.chainId), LOCAL_NODE_CLIENT);
+  const wallet = createChainWallet(
+    endpointOf(anvil.rpcUrl, anvil.chainId),
+    OPERATOR,
+    LOCAL_NODE_WALLET,
+  );
   const asset = (await deployContract(wallet, client, testUSDAbi, testUSDBytecode, [OPERATOR]))
     .address;
   const vault = (
@@ -177,7 +187,7 @@ try {
     blockRangeLimit: RANGE_LIMIT,
     evm: true,
   };
-  const syncClient = createSyncClient(chain, 60_000);
+  const syncClient = createChainClient(chain, { timeoutMs: 60_000 });
 
   // Bare sweeps: the same filter, range limit and halving on rejection as the indexer, nothing
   // else; once with ranges at the provider limit, once with the indexer's range window. The faster

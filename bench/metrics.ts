@@ -7,7 +7,7 @@
  *   npm run bench:metrics [-- --days 200 --products 10]
  */
 import { parseArgs } from 'node:util';
-import { createSyncClient } from '../src/chain/chains.ts';
+import { createChainClient } from '../src/chain/client.ts';
 import { createLogger } from '../src/logger.ts';
 import { createMetricsProcessor } from '../src/sync/metrics.ts';
 import { freshDatabase, storageEngines } from '../test/helpers/db.ts';
@@ -40,7 +40,7 @@ try {
         db: test.db,
         logger: createLogger('warn'),
         chain: history.chain,
-        client: createSyncClient(history.chain, 60_000),
+        client: createChainClient(history.chain, { timeoutMs: 60_000 }),
         now: () => new Date((history.deployment.historyEndTimestamp + 3600) * 1000),
       });
       const start = performance.now();

@@ -236,18 +236,31 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         uint256 mark = highWaterMark;
         if (price <= mark) return (0, 0, mark); // loss, or recovery still below the mark: no fee
         uint256 totalBps = uint256(serviceFeeBps) + partnerFeeBps;
-        if (totalBps == 0) return (0, 0, price);
+        if (totalBps == 0) return (0, 0, price); // no fee on this gain: the mark follows the price
         uint256 profit = (price - mark).mulDiv(supply, PRICE_SCALE);
         feeAssets = profit.mulDiv(totalBps, BPS);
-        if (feeAssets == 0) return (0, 0, price);
+        // A fee that rounds to zero charges nothing, so the mark stays: the gain remains above it
+        // and is charged by a later accrual (calling accrueFees() often cannot shave the fee).
+        if (feeAssets == 0) return (0, 0, mark);
         // Shares worth exactly `feeAssets` once minted: f / (supply + f) = feeAssets / assets.
         feeShares = feeAssets.mulDiv(supply, assets - feeAssets);
-        newMark = assets.mulDiv(PRICE_SCALE, supply + feeShares);
+        if (feeShares == 0) return (0, 0, mark);
+        // The mark moves by the gain this fee was charged on, not to the price: `feeAssets` is the
+        // floor of profit * bps, so the gain whose fee rounded away stays above the new mark.
+        // mark' * supply' = mark * supply + feeAssets * BPS / totalBps (the charged gain, at most
+        // the profit), both in PRICE_SCALE units.
+        uint256 newSupply = supply + feeShares;
+        newMark = mark.mulDiv(supply, newSupply) + feeAssets.mulDiv(BPS * PRICE_SCALE, totalBps * newSupply);
+        if (newMark < mark) newMark = mark; // the mark never falls
     }
 
     function setFees(uint16 serviceFeeBps_, uint16 partnerFeeBps_) external onlyOwner {
         _checkFees(serviceFeeBps_, partnerFeeBps_);
         accrueFees(); // past yield is charged at the old rates
+        // The gain left above the mark (its fee at the old rates rounded below one base unit) is
+        // forgiven rather than charged at the new rates.
+        uint256 price = (totalAssets() + 1).mulDiv(PRICE_SCALE, totalSupply() + 10 ** DECIMALS_OFFSET);
+        if (price > highWaterMark) highWaterMark = price;
         serviceFeeBps = serviceFeeBps_;
         partnerFeeBps = partnerFeeBps_;
         emit FeesUpdated(serviceFeeBps_, partnerFeeBps_);

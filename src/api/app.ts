@@ -7,7 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
-import type { SyncPublicClient } from '../chain/chains.ts';
+import type { ChainClient } from '../chain/client.ts';
 import {
   type ApiKeysRepo,
   createApiKeysRepo,
@@ -18,6 +18,7 @@ import type { Database } from '../db/client.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
+import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
 import type { Redis } from '../redis.ts';
@@ -28,7 +29,6 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts
 import { apiKeyDigest } from './keys.ts';
 import { partnerScope } from './partner-scope.ts';
 import { createReadCache } from './read-cache.ts';
-import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
 import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -43,7 +43,7 @@ export type ChainEntries = ReadonlyArray<{
   chainId: number;
   name: string;
   evm: boolean;
-  client: SyncPublicClient;
+  client: ChainClient;
 }>;
 
 export interface AppDeps {
@@ -222,6 +222,7 @@ export async function buildApp(deps: AppDeps) {
   const reads = createSnapshotReads(deps.db);
   const snapshots: SnapshotReads = {
     latestFor: (ids) => cache.get(`latest:${ids.join(',')}`, () => reads.latestFor(ids)),
+    latestFinalDate: (id) => cache.get(`final:${id}`, () => reads.latestFinalDate(id)),
     latestNetApy: (id) => cache.get(`apy:${id}`, () => reads.latestNetApy(id)),
     apyHistory: (id, from, to) =>
       cache.get(`history:${id}:${from}:${to}`, () => reads.apyHistory(id, from, to)),
@@ -253,7 +254,7 @@ export async function buildApp(deps: AppDeps) {
   };
   // The chains may start after the server listens (a fresh local chain takes seconds): the maps
   // fill when they are up, and until then chain reads answer 503 chain_rpc_unavailable.
-  const clients = new Map<number, SyncPublicClient>();
+  const clients = new Map<number, ChainClient>();
   const nonEvmChains = new Set<number>();
   const names = new Map<number, string>();
   Promise.resolve(deps.chains ?? []).then(

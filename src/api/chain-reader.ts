@@ -5,14 +5,15 @@
  * transport, and cached for a few seconds (the spec suggests clients cache position 30 s and
  * health 60 s; a short server cache absorbs bursts without serving stale state for long).
  */
-import { erc4626Abi } from 'viem';
-import type { SyncPublicClient } from '../chain/chains.ts';
-import { yieldEngineAbi } from '../chain/generated/index.ts';
+import type { ChainClient } from '../chain/client.ts';
+import { readEngineFlags } from '../chain/read-engine-flags.ts';
+import { readPosition } from '../chain/read-position.ts';
+import { readUpstreamStatus } from '../chain/read-upstream-status.ts';
 import type { Product } from '../db/products.ts';
 import { ApiError } from './errors.ts';
 
 export interface ChainReaderOptions {
-  clients: ReadonlyMap<number, SyncPublicClient>;
+  clients: ReadonlyMap<number, ChainClient>;
   /** Chain ids whose addresses are not EVM addresses (position answers chain_not_supported). */
   nonEvmChains?: ReadonlySet<number>;
   timeoutMs?: number;
@@ -57,7 +58,7 @@ export function createChainReader(options: ChainReaderOptions) {
   const healths = new TtlCache<HealthReading>(options.cacheMs ?? 5000);
   const heads = new TtlCache<bigint>(options.headMs ?? 1000);
 
-  const clientFor = (product: Product): SyncPublicClient => {
+  const clientFor = (product: Product): ChainClient => {
     const client = options.clients.get(product.chainId);
     if (!client)
       throw new ApiError('chain_rpc_unavailable', `Chain ${product.chainId} is not configured.`);
@@ -96,23 +97,11 @@ export function createChainReader(options: ChainReaderOptions) {
         bounded(async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
-          const shares = await client.readContract({
-            address: engine,
-            abi: erc4626Abi,
-            functionName: 'balanceOf',
-            args: [wallet],
+          const { shares, assets } = await readPosition(client, {
+            vault: engine,
+            owner: wallet,
             blockNumber,
           });
-          const assets =
-            shares === 0n
-              ? 0n
-              : await client.readContract({
-                  address: engine,
-                  abi: erc4626Abi,
-                  functionName: 'convertToAssets',
-                  args: [shares],
-                  blockNumber,
-                });
           return { shares, assets, blockNumber };
         }),
       );
@@ -124,23 +113,15 @@ export function createChainReader(options: ChainReaderOptions) {
         bounded(async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
-          const [isPaused, upstreamMaxDeposit] = await Promise.all([
-            client.readContract({
-              address: engine,
-              abi: yieldEngineAbi,
-              functionName: 'paused',
-              blockNumber,
-            }),
-            // Standard ERC-4626: an upstream vault that is paused or full accepts no deposit.
-            client.readContract({
-              address: product.underlyingVaultAddress,
-              abi: erc4626Abi,
-              functionName: 'maxDeposit',
-              args: [engine],
+          const [flags, upstream] = await Promise.all([
+            readEngineFlags(client, { engine, blockNumber }),
+            readUpstreamStatus(client, {
+              vault: product.underlyingVaultAddress,
+              engine,
               blockNumber,
             }),
           ]);
-          return { isPaused, underlyingOk: upstreamMaxDeposit > 0n, lastBlock: blockNumber };
+          return { isPaused: flags.paused, underlyingOk: upstream.ok, lastBlock: blockNumber };
         }),
       );
     },

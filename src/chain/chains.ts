@@ -5,16 +5,7 @@
  * provider accepts in one eth_getLogs.
  */
 import { readFileSync } from 'node:fs';
-import {
-  type Chain,
-  createPublicClient,
-  fallback,
-  type Hex,
-  http,
-  type PublicClient,
-  type Transport,
-} from 'viem';
-import { chainDefinition } from './clients.ts';
+import type { Hex } from 'viem';
 
 export interface ChainSettings {
   chainId: number;
@@ -94,21 +85,4 @@ export function readChainsFile(file: string): ChainSettings[] {
     throw new ChainsFileError(`CHAINS_FILE: cannot read "${file}"`);
   }
   return parseChainsFile(text, `CHAINS_FILE "${file}"`);
-}
-
-export type SyncPublicClient = PublicClient<Transport, Chain>;
-
-/**
- * A public client over every RPC URL of the chain, falling back to the next on failure. Requests
- * time out after `timeoutMs`, so a hung provider is a failure, not a stall.
- */
-export function createSyncClient(chain: ChainSettings, timeoutMs = 10_000): SyncPublicClient {
-  const transports = chain.rpcUrls.map((url) =>
-    http(url, { batch: true, retryCount: 1, timeout: timeoutMs }),
-  );
-  return createPublicClient({
-    chain: chainDefinition(chain.chainId, chain.rpcUrls[0]!, chain.name),
-    pollingInterval: 200,
-    transport: transports.length === 1 ? transports[0]! : fallback(transports),
-  });
 }

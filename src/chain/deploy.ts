@@ -3,7 +3,7 @@
  * worker calls `deployEngine` to bring a `pending_deploy` product on chain.
  */
 import type { Abi, Address, Hash, Hex } from 'viem';
-import type { ChainPublicClient, ChainWalletClient } from './clients.ts';
+import type { ChainClient, ChainWallet } from './client.ts';
 import { yieldEngineAbi, yieldEngineBytecode } from './generated/YieldEngine.ts';
 
 export interface EngineParams {
@@ -27,8 +27,8 @@ export interface Deployed {
 
 /** Deploys any compiled contract and waits for its receipt. */
 export async function deployContract(
-  walletClient: ChainWalletClient,
-  publicClient: ChainPublicClient,
+  walletClient: ChainWallet,
+  publicClient: ChainClient,
   abi: Abi,
   bytecode: Hex,
   args: readonly unknown[],
@@ -56,8 +56,8 @@ export function engineConstructorArgs(p: EngineParams) {
 }
 
 export async function deployEngine(
-  walletClient: ChainWalletClient,
-  publicClient: ChainPublicClient,
+  walletClient: ChainWallet,
+  publicClient: ChainClient,
   params: EngineParams,
 ): Promise<Deployed> {
   return deployContract(

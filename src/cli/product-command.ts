@@ -6,10 +6,13 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type Address, getAddress, isAddress } from 'viem';
-import { type ChainSettings, createSyncClient, type SyncPublicClient } from '../chain/chains.ts';
+import type { ChainSettings } from '../chain/chains.ts';
+import { type ChainClient, createChainClient } from '../chain/client.ts';
 import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
+import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
 import { createPartnersRepo } from '../db/partners.ts';
+import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import {
   createProductsRepo,
   type Environment,
@@ -18,7 +21,6 @@ import {
   type VaultKind,
 } from '../db/products.ts';
 import { configuredChains, localChainSettings } from '../sync/chain-runtime.ts';
-import { OperatorError } from '../sync/lifecycle/operator.ts';
 import {
   deprecateProduct,
   InvalidMoveError,
@@ -27,7 +29,6 @@ import {
   pauseProduct,
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
-import { createDeployStore } from '../sync/lifecycle/store.ts';
 import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
@@ -173,7 +174,7 @@ async function createProduct(opts: CreateOptions): Promise<void> {
         partnerFeeRecipient: opts.partnerRecipient,
         usdPrice: opts.usdPrice ?? null,
       });
-      if (opts.hold) await createDeployStore(tx).setHold(created.id, true);
+      if (opts.hold) await createProductDeploysRepo(tx).setHold(created.id, true);
       return created;
     });
   });
@@ -212,7 +213,7 @@ async function rpcAnswers(url: string): Promise<boolean> {
  */
 function operatorChains(config: Config): OperatorContext['chainFor'] & { stop(): Promise<void> } {
   let started: LocalChain | undefined;
-  const resolved = new Map<number, { chain: ChainSettings; client: SyncPublicClient }>();
+  const resolved = new Map<number, { chain: ChainSettings; client: ChainClient }>();
   const chainFor = async (chainId: number) => {
     const hit = resolved.get(chainId);
     if (hit) return hit;
@@ -236,7 +237,7 @@ function operatorChains(config: Config): OperatorContext['chainFor'] & { stop():
         chain = localChainSettings(started.anvil.rpcUrl, local.chainId);
       }
     }
-    const entry = { chain, client: createSyncClient(chain) };
+    const entry = { chain, client: createChainClient(chain) };
     resolved.set(chainId, entry);
     return entry;
   };
@@ -383,7 +384,7 @@ export function registerProductCommand(program: Command): void {
       await withDatabase(config, async (db) => {
         const p = await createProductsRepo(db).getBySlug(slugArg);
         if (!p) throw new CommandError(`no product with slug "${slugArg}"`, 'not_found');
-        if (!(await createDeployStore(db).setHold(p.id, false))) {
+        if (!(await createProductDeploysRepo(db).setHold(p.id, false))) {
           throw new CommandError(
             `${slugArg} is ${p.status}: only pending_deploy can be released`,
             'invalid_move',

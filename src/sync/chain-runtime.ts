@@ -6,13 +6,8 @@
 import { existsSync } from 'node:fs';
 import { type Hex, toHex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
-import {
-  type ChainSettings,
-  createSyncClient,
-  LOCAL_CHAIN_DEFAULTS,
-  readChainsFile,
-  type SyncPublicClient,
-} from '../chain/chains.ts';
+import { type ChainSettings, LOCAL_CHAIN_DEFAULTS, readChainsFile } from '../chain/chains.ts';
+import { type ChainClient, createChainClient } from '../chain/client.ts';
 import { DEV_MNEMONIC } from '../chain/local/accounts.ts';
 import { DEFAULT_CHAIN_ID } from '../chain/local/anvil.ts';
 import { deploymentFile, type LocalDeployment, readDeployment } from '../chain/local/deployment.ts';
@@ -24,7 +19,7 @@ import type { Logger } from '../logger.ts';
 export interface ChainRuntime {
   chains: ChainSettings[];
   /** One public client per chain id (RPC fallback across the chain's URLs). */
-  clients: Map<number, SyncPublicClient>;
+  clients: Map<number, ChainClient>;
   /** The embedded chain, when no CHAINS_FILE is set. */
   local?: LocalChain;
   /** Stops what this runtime started (anvil saves its state on stop). */
@@ -130,7 +125,7 @@ export async function startChainRuntime(config: Config, logger: Logger): Promise
     const chains = readChainsFile(config.CHAINS_FILE);
     return {
       chains,
-      clients: new Map(chains.map((c) => [c.chainId, createSyncClient(c)])),
+      clients: new Map(chains.map((c) => [c.chainId, createChainClient(c)])),
       stop: async () => {},
     };
   }
@@ -153,7 +148,7 @@ export async function startChainRuntime(config: Config, logger: Logger): Promise
   );
   return {
     chains: [settings],
-    clients: new Map([[settings.chainId, createSyncClient(settings)]]),
+    clients: new Map([[settings.chainId, createChainClient(settings)]]),
     local,
     async stop() {
       await confirmer.stop();

@@ -3,7 +3,7 @@
  * block whose timestamp is before D+1 00:00 UTC. A block at exactly 00:00:00 of D+1 therefore belongs
  * to D+1, and a day without any block has the previous block as its boundary (its state carried over).
  */
-import type { SyncPublicClient } from '../chain/chains.ts';
+import type { ChainClient } from '../chain/client.ts';
 
 export const DAY_SECONDS = 86_400;
 
@@ -37,7 +37,7 @@ export interface BlockTimes {
   timestamp(block: bigint): Promise<number>;
 }
 
-export function createBlockTimes(client: Pick<SyncPublicClient, 'getBlock'>): BlockTimes {
+export function createBlockTimes(client: Pick<ChainClient, 'getBlock'>): BlockTimes {
   const cache = new Map<bigint, Promise<number>>();
   return {
     timestamp(block) {

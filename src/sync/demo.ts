@@ -16,8 +16,7 @@
  *   held: the lifecycle worker deploys it within seconds of the first start.
  */
 import type { Address } from 'viem';
-import type { SyncPublicClient } from '../chain/chains.ts';
-import { yieldEngineAbi } from '../chain/generated/YieldEngine.ts';
+import type { ChainClient } from '../chain/client.ts';
 import {
   DEMO_PARTNERS,
   type DemoProduct,
@@ -25,14 +24,15 @@ import {
   PRODUCT_KEYS,
 } from '../chain/local/demo-manifest.ts';
 import type { LocalDeployment } from '../chain/local/deployment.ts';
+import { readShareDecimals } from '../chain/read-share-decimals.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createPartnersRepo } from '../db/partners.ts';
+import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type NewProduct } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
-import { createDeployStore } from './lifecycle/store.ts';
 
 /** What a demo user needs per partner environment to make a first call. */
 export interface DemoEnvironmentCredentials {
@@ -68,7 +68,7 @@ export async function provisionDemo(options: {
   db: Database;
   logger: Logger;
   deployment: LocalDeployment;
-  client: SyncPublicClient;
+  client: ChainClient;
   /** Encrypts the inbound secrets at rest. */
   secretBox: SecretBox;
 }): Promise<DemoResult> {
@@ -82,11 +82,7 @@ export async function provisionDemo(options: {
     await Promise.all(
       engines.map(async (e) => {
         const [decimals, block] = await Promise.all([
-          client.readContract({
-            address: e.address,
-            abi: yieldEngineAbi,
-            functionName: 'decimals',
-          }),
+          readShareDecimals(client, { vault: e.address }),
           client.getBlock({ blockNumber: BigInt(e.deploymentBlock) }),
         ]);
         return [e.slug, { decimals, at: new Date(Number(block.timestamp) * 1000) }] as const;
@@ -119,7 +115,7 @@ export async function provisionDemo(options: {
       // Re-checked inside the transaction: two processes starting at once provision once.
       if ((await partnersRepo.list()).length > 0) return none;
       const products = createProductsRepo(tx);
-      const store = createDeployStore(tx);
+      const store = createProductDeploysRepo(tx);
       const keys = createApiKeysRepo(tx);
       const inboundSecrets = createInboundSecretsRepo(tx, secretBox);
       const credentials: DemoPartnerCredentials[] = [];

@@ -28,7 +28,9 @@
  *   many results, range too large, timeout); the limit grows back slowly after successes.
  */
 import type { Hex } from 'viem';
-import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
+import type { ChainSettings } from '../chain/chains.ts';
+import type { ChainClient } from '../chain/client.ts';
+import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
 import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
 import { createLeasesRepo } from '../db/leases.ts';
@@ -44,13 +46,12 @@ import {
 } from './indexer/fetch-range.ts';
 import { RangeRejectedError } from './indexer/logs.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
-import { insertChunkFor, insertPrepared } from './indexer/store.ts';
 
 export interface IndexerDeps {
   db: Database;
   logger: Logger;
   chain: ChainSettings;
-  client: SyncPublicClient;
+  client: ChainClient;
   /** Identity of this process in the lease (e.g. hostname:pid:random). */
   holder: string;
   /** Lease time to live; another process takes over this long after the holder stops renewing. */
@@ -116,12 +117,8 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   /** Runs fn in a transaction that commits only while this process still holds the lease. */
   const leasedTx = <T>(fn: (tx: Queryable) => Promise<T>) =>
     db.transaction(async (tx) => {
-      const r = await tx.query(
-        `UPDATE leases SET expires_at = now() + ($3::int * interval '1 millisecond')
-         WHERE name = $1 AND holder = $2`,
-        [leaseName, holder, ttl],
-      );
-      if (r.rowCount !== 1) throw new LeaseLostError(`lease ${leaseName} lost by ${holder}`);
+      if (!(await createLeasesRepo(tx).renew(leaseName, holder, ttl)))
+        throw new LeaseLostError(`lease ${leaseName} lost by ${holder}`);
       return fn(tx);
     });
 

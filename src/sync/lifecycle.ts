@@ -20,7 +20,7 @@
  *    `deployed_block`.
  * 2. Follows the chain for every deployed `active`/`paused` product, at the confirmed block
  *    (head − depth, so a shallow reorg cannot flip a status): engine `paused()` → chain reason,
- *    underlying vault `paused()` (when it has one) or `maxDeposit(engine) == 0` → upstream reason,
+ *    upstream vault not ok (src/chain/read-upstream-status.ts) → upstream reason,
  *    engine `deprecated()` → `deprecated` (final). `vault_pause` events: see applyPauseReasons.
  */
 import { randomBytes } from 'node:crypto';
@@ -31,37 +31,35 @@ import {
   getAddress,
   type Hash,
   keccak256,
-  parseAbi,
   parseTransaction,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
-import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
+import type { ChainSettings } from '../chain/chains.ts';
+import type { ChainClient, ChainWallet } from '../chain/client.ts';
 import { engineConstructorArgs } from '../chain/deploy.ts';
 import { yieldEngineAbi, yieldEngineBytecode } from '../chain/generated/YieldEngine.ts';
+import { readEngineFlags } from '../chain/read-engine-flags.ts';
+import { readShareDecimals } from '../chain/read-share-decimals.ts';
+import { readUpstreamStatus } from '../chain/read-upstream-status.ts';
+import { chainErrorMessage, operatorWallet } from '../chain/send-engine-call.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createLeasesRepo } from '../db/leases.ts';
+import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import { createSnapshotsRepo } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { outboundPayload } from '../webhooks/event-catalogue.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
-import {
-  chainErrorMessage,
-  type OperatorWallet,
-  operatorWallet,
-  readEngineFlags,
-} from './lifecycle/operator.ts';
 import { applyPauseReasons } from './lifecycle/status.ts';
-import { createDeployStore } from './lifecycle/store.ts';
 import { readProvisionalSnapshot } from './metrics/provisional.ts';
 
 export interface LifecycleOptions {
   db: Database;
   logger: Logger;
   chain: ChainSettings;
-  client: SyncPublicClient;
+  client: ChainClient;
   /** Identity of this worker in the lease table. */
   holder: string;
   /** Clock for the once-per-UTC-day `vault_pause` (tests move it). */
@@ -77,12 +75,6 @@ export interface LifecycleTickResult {
   moved: string[];
 }
 
-/** Upstream vault reads; `paused()` is optional (not every ERC-4626 vault has one). */
-const upstreamAbi = parseAbi([
-  'function paused() view returns (bool)',
-  'function maxDeposit(address receiver) view returns (uint256)',
-]);
-
 export function defaultHolder(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
@@ -94,7 +86,7 @@ export function createLifecycle(options: LifecycleOptions) {
   const leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const wallet = operatorWallet(chain);
   const products = createProductsRepo(db);
-  const store = createDeployStore(db);
+  const store = createProductDeploysRepo(db);
   const leases = createLeasesRepo(db);
   const log = logger.child({ job: leaseName });
   const warnedNoDeployer = new Set<string>();
@@ -113,7 +105,7 @@ export function createLifecycle(options: LifecycleOptions) {
    * was taken (the transaction was recorded) and whether the broadcast went through.
    */
   async function startDeployment(
-    wallet: OperatorWallet,
+    wallet: ChainWallet,
     p: Product,
     nonce: number,
   ): Promise<{ recorded: boolean; sent: boolean }> {
@@ -173,7 +165,7 @@ export function createLifecycle(options: LifecycleOptions) {
 
   /** Follows a recorded deployment; returns true when the product moved to active. */
   async function followDeployment(p: Product, txHash: Hash, head: bigint): Promise<boolean> {
-    let receipt: Awaited<ReturnType<SyncPublicClient['getTransactionReceipt']>> | undefined;
+    let receipt: Awaited<ReturnType<ChainClient['getTransactionReceipt']>> | undefined;
     try {
       receipt = await client.getTransactionReceipt({ hash: txHash });
     } catch (err) {
@@ -197,12 +189,7 @@ export function createLifecycle(options: LifecycleOptions) {
 
     const engine = getAddress(receipt.contractAddress); // EIP-55, as every stored address
     const [shareDecimals, block] = await Promise.all([
-      client.readContract({
-        address: engine,
-        abi: yieldEngineAbi,
-        functionName: 'decimals',
-        blockNumber: receipt.blockNumber,
-      }),
+      readShareDecimals(client, { vault: engine, blockNumber: receipt.blockNumber }),
       client.getBlock({ blockNumber: receipt.blockNumber }),
     ]);
     const at = new Date(Number(block.timestamp) * 1000);
@@ -343,37 +330,21 @@ export function createLifecycle(options: LifecycleOptions) {
     }
   }
 
-  async function upstreamHalted(vault: Address, engine: Address, block: bigint): Promise<boolean> {
-    const [paused, maxDeposit] = await Promise.all([
-      client
-        .readContract({
-          address: vault,
-          abi: upstreamAbi,
-          functionName: 'paused',
-          blockNumber: block,
-        })
-        .catch(() => false), // no paused(): the vault has no pause switch
-      client.readContract({
-        address: vault,
-        abi: upstreamAbi,
-        functionName: 'maxDeposit',
-        args: [engine],
-        blockNumber: block,
-      }),
-    ]);
-    return paused || maxDeposit === 0n;
-  }
-
   async function followStatuses(confirmed: bigint, result: LifecycleTickResult): Promise<void> {
     const deployed = await products.listDeployedOnChain(chain.chainId);
     for (const p of deployed) {
       if (p.status !== 'active' && p.status !== 'paused') continue;
       if (!p.engineAddress || p.deployedBlock === null || p.deployedBlock > confirmed) continue;
       try {
-        const [flags, halted] = await Promise.all([
-          readEngineFlags(client, p.engineAddress, confirmed),
-          upstreamHalted(p.underlyingVaultAddress, p.engineAddress, confirmed),
+        const [flags, upstream] = await Promise.all([
+          readEngineFlags(client, { engine: p.engineAddress, blockNumber: confirmed }),
+          readUpstreamStatus(client, {
+            vault: p.underlyingVaultAddress,
+            engine: p.engineAddress,
+            blockNumber: confirmed,
+          }),
         ]);
+        const halted = !upstream.ok;
         if (flags.deprecated) {
           if (await products.markDeprecated(p.id)) {
             result.moved.push(p.slug);

@@ -13,8 +13,11 @@
  * previous day, so the deployment day is computed and written as if it were absent.
  */
 import type { AbiEvent } from 'viem';
-import type { ChainSettings, SyncPublicClient } from '../chain/chains.ts';
+import type { ChainSettings } from '../chain/chains.ts';
+import type { ChainClient } from '../chain/client.ts';
 import { yieldEngineAbi } from '../chain/generated/index.ts';
+import { readEngineFigures } from '../chain/read-engine-figures.ts';
+import { readVaultTotals, type VaultTotals } from '../chain/read-vault-totals.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
@@ -31,7 +34,6 @@ import {
   lastBlockBefore,
   utcDate,
 } from './day-boundary.ts';
-import { readEngineFigures, readVaultTotals } from './metrics/chain-reads.ts';
 import {
   type BoundaryReads,
   computeSnapshot,
@@ -43,7 +45,7 @@ export interface MetricsProcessorDeps {
   db: Database;
   logger: Logger;
   chain: ChainSettings;
-  client: SyncPublicClient;
+  client: ChainClient;
   now?: () => Date;
   /** Products processed at once (their chain reads overlap; their writes serialise). Default 4. */
   concurrency?: number;
@@ -306,12 +308,12 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
   }
 
   /** Underlying vault reads are shared by every engine on that vault: one read per block. */
-  const underlyingCache = new Map<string, Promise<[bigint, bigint]>>();
-  function readUnderlying(vault: `0x${string}`, blockNumber: bigint): Promise<[bigint, bigint]> {
+  const underlyingCache = new Map<string, Promise<VaultTotals>>();
+  function readUnderlying(vault: `0x${string}`, blockNumber: bigint): Promise<VaultTotals> {
     const key = `${vault}:${blockNumber}`;
     let p = underlyingCache.get(key);
     if (!p) {
-      p = readVaultTotals(client, vault, blockNumber);
+      p = readVaultTotals(client, { vault, blockNumber });
       p.catch(() => underlyingCache.delete(key));
       // Bounded: a backfill touches a few hundred blocks per vault; a daily run a handful.
       if (underlyingCache.size > 10_000) underlyingCache.clear();
@@ -326,17 +328,17 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     blockNumber: bigint,
     times: BlockTimes,
   ): Promise<BoundaryReads> {
-    const [timestamp, engineFigures, [uAssets, uSupply]] = await Promise.all([
+    const [timestamp, engineFigures, vaultTotals] = await Promise.all([
       times.timestamp(blockNumber),
-      readEngineFigures(client, engine, blockNumber),
+      readEngineFigures(client, { engine, blockNumber }),
       readUnderlying(product.underlyingVaultAddress, blockNumber),
     ]);
     return {
       blockNumber,
       blockTimestamp: new Date(timestamp * 1000),
       ...engineFigures,
-      underlyingAssets: uAssets,
-      underlyingSupply: uSupply,
+      underlyingAssets: vaultTotals.totalAssets,
+      underlyingSupply: vaultTotals.totalSupply,
     };
   }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { erc4626Abi, getAddress, formatUnits as viemFormatUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
-import { createSyncClient, type SyncPublicClient } from '../../src/chain/chains.ts';
+import { type ChainClient, createChainClient } from '../../src/chain/client.ts';
 import { ensureLocalChain, type LocalChain } from '../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
@@ -21,7 +21,7 @@ type App = Awaited<ReturnType<typeof buildApp>>;
 
 const contracts: ContractCheck[] = [];
 
-async function appFor(t: TestDatabase, client: SyncPublicClient, chainId: number, evm = true) {
+async function appFor(t: TestDatabase, client: ChainClient, chainId: number, evm = true) {
   const app = await buildApp({
     db: t.db,
     logger: captureLogger().logger,
@@ -38,7 +38,7 @@ describe('position and health on a local chain', () => {
   let chain: LocalChain;
   let t: TestDatabase;
   let app: App;
-  let client: SyncPublicClient;
+  let client: ChainClient;
   let acmeLive: string;
   let acmeTest: string;
   const get = (url: string, key = acmeLive) => app.inject({ url, headers: { 'x-api-key': key } });
@@ -52,13 +52,10 @@ describe('position and health on a local chain', () => {
     acmeLive = (await keys.create(partners.get('Acme Wallet')!, 'live')).key;
     acmeTest = (await keys.create(partners.get('Acme Wallet')!, 'test')).key;
     const d = chain.deployment;
-    client = createSyncClient({
+    client = createChainClient({
       chainId: d.chainId,
       name: 'local',
       rpcUrls: [d.rpcUrl],
-      confirmationDepth: 2,
-      blockRangeLimit: 10_000,
-      evm: true,
     });
     app = await appFor(t, client, d.chainId);
   });
@@ -198,13 +195,10 @@ describe('position and health on a local chain', () => {
     const hung: Server = createServer((s) => sockets.push(s));
     await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
     const port = (hung.address() as { port: number }).port;
-    const hungClient = createSyncClient({
+    const hungClient = createChainClient({
       chainId: chain.deployment.chainId,
       name: 'hung',
       rpcUrls: [`http://127.0.0.1:${port}`],
-      confirmationDepth: 2,
-      blockRangeLimit: 10_000,
-      evm: true,
     });
     const slow = await appFor(t, hungClient, chain.deployment.chainId);
     const started = Date.now();

@@ -13,10 +13,13 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import {
-  type ChainPublicClient,
-  createChainPublicClient,
-  createChainWalletClient,
-} from '../../src/chain/clients.ts';
+  type ChainClient,
+  createChainClient,
+  createChainWallet,
+  endpointOf,
+  LOCAL_NODE_CLIENT,
+  LOCAL_NODE_WALLET,
+} from '../../src/chain/client.ts';
 import { deployContract, deployEngine } from '../../src/chain/deploy.ts';
 import {
   asyncYieldVaultAbi,
@@ -43,7 +46,7 @@ export const [OPERATOR, SERVICE, PARTNER, ...USERS] = DEV_ADDRESSES as unknown a
 export interface Fixture {
   anvil: AnvilHandle;
   rpc: RpcRequest;
-  client: ChainPublicClient;
+  client: ChainClient;
   asset: Address;
   syncVault: Address;
   asyncVault: Address;
@@ -55,8 +58,12 @@ export interface Fixture {
 export async function setupFixture(): Promise<Fixture> {
   const anvil = await startAnvil({ genesisTimestamp: 1_700_000_000 });
   const rpc = createRpc(anvil.rpcUrl);
-  const client = createChainPublicClient(anvil.rpcUrl, anvil.chainId);
-  const wallet = createChainWalletClient(anvil.rpcUrl, anvil.chainId, OPERATOR);
+  const client = createChainClient(endpointOf(anvil.rpcUrl, anvil.chainId), LOCAL_NODE_CLIENT);
+  const wallet = createChainWallet(
+    endpointOf(anvil.rpcUrl, anvil.chainId),
+    OPERATOR,
+    LOCAL_NODE_WALLET,
+  );
   const asset = (await deployContract(wallet, client, testUSDAbi, testUSDBytecode, [OPERATOR]))
     .address;
   const syncVault = (
@@ -120,7 +127,11 @@ export async function newEngine(
   underlying: Address,
   fees: { service: number; partner: number } = { service: 500, partner: 1000 },
 ): Promise<Address> {
-  const wallet = createChainWalletClient(fx.anvil.rpcUrl, fx.anvil.chainId, OPERATOR);
+  const wallet = createChainWallet(
+    endpointOf(fx.anvil.rpcUrl, fx.anvil.chainId),
+    OPERATOR,
+    LOCAL_NODE_WALLET,
+  );
   await fx.rpc('evm_setNextBlockTimestamp', [fx.now++]);
   await fx.rpc('evm_setAutomine', [true]);
   const { address } = await deployEngine(wallet, fx.client, {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { type Address, decodeEventLog } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../../src/chain/client.ts';
 import { yieldEngineAbi } from '../../src/chain/generated/index.ts';
 import { DEV_ADDRESSES, DEV_MNEMONIC } from '../../src/chain/local/accounts.ts';
 import { startAnvil } from '../../src/chain/local/anvil.ts';
@@ -55,7 +55,7 @@ interface LogLine {
 }
 
 async function history(d: LocalDeployment): Promise<{ logs: LogLine[]; hashes: string[] }> {
-  const client = createChainPublicClient(d.rpcUrl, d.chainId);
+  const client = createChainClient(endpointOf(d.rpcUrl, d.chainId), LOCAL_NODE_CLIENT);
   const engines = Object.values(d.engines).map((e) => e.address);
   const raw = await client.getLogs({
     address: engines,
@@ -120,7 +120,7 @@ describe('local chain', () => {
       expect(Object.keys(d.engines)).toHaveLength(16);
       expect(Object.keys(d.pending)).toHaveLength(4);
       const { logs } = await history(d);
-      const client = createChainPublicClient(d.rpcUrl, d.chainId);
+      const client = createChainClient(endpointOf(d.rpcUrl, d.chainId), LOCAL_NODE_CLIENT);
       for (const e of Object.values(d.engines)) {
         const names = new Set(
           logs
@@ -165,7 +165,7 @@ describe('local chain', () => {
       expect(reloaded.seconds).toBeLessThan(20);
       expect(reloaded.deployment.engines).toEqual(d.engines);
       d = reloaded.deployment;
-      const client = createChainPublicClient(d.rpcUrl, d.chainId);
+      const client = createChainClient(endpointOf(d.rpcUrl, d.chainId), LOCAL_NODE_CLIENT);
       const core = d.engines['acme-live-usdc-core']!;
       const mid = BigInt(Math.floor(d.historyEndBlock / 2));
       expect(

@@ -4,7 +4,7 @@
  * only once a confirmed block is past its end. The search itself is checked against a linear scan.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSyncClient } from '../../src/chain/chains.ts';
+import { createChainClient } from '../../src/chain/client.ts';
 import { USD } from '../../src/chain/local/deploy-local.ts';
 import { createSnapshotsRepo } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -104,7 +104,7 @@ describe('day boundaries on a chain with chosen block times', () => {
   });
 
   it('finds the last block before midnight; a block at 00:00:00 is the next day', async () => {
-    const times = createBlockTimes(createSyncClient(hb.chain));
+    const times = createBlockTimes(createChainClient(hb.chain));
     const head = blocks.f1!;
     expect(await lastBlockBefore(times, D1, 0n, head)).toBe(blocks.a);
     expect(await lastBlockBefore(times, D1 + 1, 0n, head)).toBe(blocks.b);
@@ -126,7 +126,7 @@ describe('day boundaries on a chain with chosen block times', () => {
             db: test.db,
             logger: createLogger('silent'),
             chain: { ...hb.chain, confirmationDepth },
-            client: createSyncClient(hb.chain),
+            client: createChainClient(hb.chain),
             now: () => new Date((D1 + 3 * DAY + 12 * 3600) * 1000), // D+4 12:00
           });
         const repo = createSnapshotsRepo(test.db);

@@ -6,7 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Address, Hex } from 'viem';
-import { type ChainSettings, createSyncClient } from '../../src/chain/chains.ts';
+import type { ChainSettings } from '../../src/chain/chains.ts';
+import { createChainClient } from '../../src/chain/client.ts';
 import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo, type StoredEvent } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
@@ -97,7 +98,7 @@ export function makeIndexer(
     db,
     logger,
     chain,
-    client: createSyncClient(chain, 5_000),
+    client: createChainClient(chain, { timeoutMs: 5_000 }),
     holder: 'worker-a',
     ...rest,
   });

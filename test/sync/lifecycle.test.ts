@@ -12,20 +12,20 @@ import {
   parseTransaction,
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSnapshotReads } from '../../src/api/read-model.ts';
-import { createSyncClient } from '../../src/chain/chains.ts';
+import { createChainClient } from '../../src/chain/client.ts';
 import { engineConstructorArgs } from '../../src/chain/deploy.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import { yieldEngineBytecode } from '../../src/chain/generated/YieldEngine.ts';
+import { operatorWallet } from '../../src/chain/send-engine-call.ts';
 import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductDeploysRepo } from '../../src/db/product-deploys.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { createSnapshotReads } from '../../src/db/snapshot-reads.ts';
 import { createSnapshotsRepo } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
-import { operatorWallet } from '../../src/sync/lifecycle/operator.ts';
 import { deprecateProduct } from '../../src/sync/lifecycle/operator-commands.ts';
-import { createDeployStore } from '../../src/sync/lifecycle/store.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import {
   type Fixture,
@@ -63,7 +63,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       db: t.db,
       logger: log,
       chain: chain(),
-      client: createSyncClient(chain()),
+      client: createChainClient(chain()),
       holder,
       now: () => clock,
     });
@@ -72,7 +72,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       (e) => e.dedupeKey,
     );
   const reload = async () => (product = (await createProductsRepo(t.db).getById(product.id))!);
-  const operatorNonce = () => createSyncClient(chain()).getTransactionCount({ address: OPERATOR });
+  const operatorNonce = () => createChainClient(chain()).getTransactionCount({ address: OPERATOR });
 
   beforeAll(async () => {
     t = await freshDatabase(engine);
@@ -126,7 +126,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     expect(product.status).toBe('active');
     expect(product.deployTxHash).toBe(hash);
     expect(await operatorNonce()).toBe(nonceBefore + 1); // exactly one transaction: one engine
-    const client = createSyncClient(chain());
+    const client = createChainClient(chain());
     const receipt = await client.getTransactionReceipt({ hash: hash! });
     const engineAddress = getAddress(receipt.contractAddress!);
     expect(product.engineAddress).toBe(engineAddress);
@@ -286,7 +286,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
       const out = await deprecateProduct(
         {
           db: t.db,
-          chainFor: async () => ({ chain: chain(), client: createSyncClient(chain()) }),
+          chainFor: async () => ({ chain: chain(), client: createChainClient(chain()) }),
           now: () => clock,
         },
         slug,
@@ -296,26 +296,29 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     } finally {
       await fx.rpc('evm_setAutomine', [false]);
     }
-    const onChain = await createSyncClient(chain()).readContract({
+    const onChain = await createChainClient(chain()).readContract({
       address: product.engineAddress as Address,
       abi: yieldEngineAbi,
       functionName: 'deprecated',
     });
     expect(onChain).toBe(true);
-    fx.now = Number((await createSyncClient(chain()).getBlock()).timestamp) + 1;
+    fx.now = Number((await createChainClient(chain()).getBlock()).timestamp) + 1;
     await mine(2);
     await lifecycle().tick();
     expect((await reload()).status).toBe('deprecated');
     await expect(
       deprecateProduct(
-        { db: t.db, chainFor: async () => ({ chain: chain(), client: createSyncClient(chain()) }) },
+        {
+          db: t.db,
+          chainFor: async () => ({ chain: chain(), client: createChainClient(chain()) }),
+        },
         slug,
       ),
     ).rejects.toThrow(/deprecated, which is final/);
   });
   it('skips a held product; rebroadcasts a deployment recorded but never sent (a crash) instead of signing another', async () => {
     const repo = createProductsRepo(t.db);
-    const store = createDeployStore(t.db);
+    const store = createProductDeploysRepo(t.db);
     const base = { ...product, slug: `next-${engine}` };
     const next = await repo.create({
       ...base,
@@ -364,7 +367,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
   });
   it('deploys several pending products of one tick with distinct consecutive nonces, never anew', async () => {
     const repo = createProductsRepo(t.db);
-    const store = createDeployStore(t.db);
+    const store = createProductDeploysRepo(t.db);
     const slugs = [0, 1, 2].map((i) => `multi-${i}-${engine}`);
     const created: Product[] = [];
     for (const s of slugs) {
@@ -427,7 +430,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     });
     // A node that answers the broadcast before it mines: the first receipt read misses, and the
     // transaction is mined right after (what a real first start on the local chain showed).
-    const real = createSyncClient(chain());
+    const real = createChainClient(chain());
     let mineOnMiss = true;
     const racy = new Proxy(real, {
       get(target, prop, receiver) {
@@ -468,7 +471,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
   });
   it('redoes a recorded deployment only once another transaction took its nonce at depth', async () => {
     const repo = createProductsRepo(t.db);
-    const store = createDeployStore(t.db);
+    const store = createProductDeploysRepo(t.db);
     const lost = await repo.create({
       ...product,
       slug: `lost-${engine}`,

@@ -6,7 +6,7 @@
 
 import { type Address, encodeFunctionData } from 'viem';
 import type { ChainSettings } from '../../src/chain/chains.ts';
-import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../../src/chain/client.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import { LOCAL_ROLES } from '../../src/chain/local/accounts.ts';
 import { type AnvilHandle, startAnvil } from '../../src/chain/local/anvil.ts';
@@ -118,7 +118,10 @@ export async function provisionEngines(
   deployment: Pick<LocalDeployment, 'rpcUrl' | 'chainId' | 'asset'>,
   engines: readonly ProvisionedEngine[],
 ): Promise<Product[]> {
-  const client = createChainPublicClient(deployment.rpcUrl, deployment.chainId);
+  const client = createChainClient(
+    endpointOf(deployment.rpcUrl, deployment.chainId),
+    LOCAL_NODE_CLIENT,
+  );
   const partners = createPartnersRepo(db);
   const products = createProductsRepo(db);
   const out: Product[] = [];

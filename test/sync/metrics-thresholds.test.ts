@@ -5,7 +5,7 @@
  * rate change, the payloads, and the alert window of a backfill.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSyncClient } from '../../src/chain/chains.ts';
+import { createChainClient } from '../../src/chain/client.ts';
 import { USD } from '../../src/chain/local/deploy-local.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import type { Snapshot } from '../../src/db/snapshots.ts';
@@ -142,7 +142,7 @@ describe('alerts on chain', () => {
         db: test.db,
         logger: createLogger('silent'),
         chain: hb.chain,
-        client: createSyncClient(hb.chain),
+        client: createChainClient(hb.chain),
         now: () => new Date((D0 + 5 * DAY + 3600) * 1000), // today = day 5
         ...(alertWindowDays === undefined ? {} : { alertWindowDays }),
       });

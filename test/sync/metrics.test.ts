@@ -9,13 +9,12 @@
 import { Decimal } from 'decimal.js';
 import { type Address, decodeEventLog } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSnapshotReads } from '../../src/api/read-model.ts';
-import { createSyncClient } from '../../src/chain/chains.ts';
-import { createChainPublicClient } from '../../src/chain/clients.ts';
+import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../../src/chain/client.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import type { Product } from '../../src/db/products.ts';
+import { createSnapshotReads } from '../../src/db/snapshot-reads.ts';
 import { createSnapshotsRepo, type Snapshot } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { readProvisionalSnapshot } from '../../src/sync/metrics/provisional.ts';
@@ -48,7 +47,7 @@ function processor(db: Database, now: () => Date = endNow, alertWindowDays?: num
     db,
     logger: createLogger('silent'),
     chain: history.chain,
-    client: createSyncClient(history.chain),
+    client: createChainClient(history.chain),
     now,
     ...(alertWindowDays === undefined ? {} : { alertWindowDays }),
   });
@@ -113,7 +112,10 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
   });
 
   it('matches an independent computation from raw chain reads', async () => {
-    const client = createChainPublicClient(history.anvil.rpcUrl, history.chain.chainId);
+    const client = createChainClient(
+      endpointOf(history.anvil.rpcUrl, history.chain.chainId),
+      LOCAL_NODE_CLIENT,
+    );
     const repo = createSnapshotsRepo(test.db);
     for (const p of products) {
       const engineAddress = p.engineAddress as Address;
@@ -303,7 +305,7 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
     const other = await freshDatabase(engine);
     try {
       const ps = await setup(other.db);
-      const client = createSyncClient(history.chain);
+      const client = createChainClient(history.chain);
       const repo = createSnapshotsRepo(other.db);
       const reads = createSnapshotReads(other.db);
       const deployDay = isoDay(history.deployment.genesisTimestamp);

@@ -3,7 +3,7 @@
  * block, then hands the node back with automine on. Returns the deployment description.
  */
 import type { Address } from 'viem';
-import { createChainPublicClient } from '../clients.ts';
+import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../client.ts';
 import { LOCAL_ROLES } from './accounts.ts';
 import { BlockBuilder } from './block-builder.ts';
 import { allDemoProducts } from './demo-manifest.ts';
@@ -42,7 +42,10 @@ export function historyStartFor(genesisTimestamp: number): number {
 
 export async function buildLocalChain(options: BuildLocalChainOptions): Promise<LocalDeployment> {
   const rpc = createRpc(options.rpcUrl);
-  const publicClient = createChainPublicClient(options.rpcUrl, options.chainId);
+  const publicClient = createChainClient(
+    endpointOf(options.rpcUrl, options.chainId),
+    LOCAL_NODE_CLIENT,
+  );
   const builder = new BlockBuilder(rpc);
   const historyStartTimestamp = historyStartFor(options.genesisTimestamp);
   const historyEndTimestamp = historyStartTimestamp + options.days * DAY;

@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { createChainPublicClient } from '../clients.ts';
+import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../client.ts';
 import { type AnvilHandle, DEFAULT_CHAIN_ID, startAnvil } from './anvil.ts';
 import { buildLocalChain, relativeGenesis } from './build.ts';
 import {
@@ -123,7 +123,7 @@ function done(
 
 /** A loaded state must hold the history the description promises. */
 async function assertLoaded(anvil: AnvilHandle, deployment: LocalDeployment): Promise<void> {
-  const client = createChainPublicClient(anvil.rpcUrl, deployment.chainId);
+  const client = createChainClient(endpointOf(anvil.rpcUrl, deployment.chainId), LOCAL_NODE_CLIENT);
   const [block, code] = await Promise.all([
     client.getBlockNumber(),
     client.getCode({ address: deployment.asset.address }),

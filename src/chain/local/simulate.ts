@@ -9,7 +9,7 @@
  * All choices come from one seeded PRNG, and amounts are bigints: the same seed, the same chain.
  */
 import { type Address, encodeFunctionData, type Hex } from 'viem';
-import type { ChainPublicClient } from '../clients.ts';
+import type { ChainClient } from '../client.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../generated/index.ts';
 import { LOCAL_ROLES } from './accounts.ts';
 import type { BlockBuilder } from './block-builder.ts';
@@ -92,7 +92,7 @@ function depositAmount(prng: Prng): bigint {
 
 export async function simulateHistory(
   builder: BlockBuilder,
-  publicClient: ChainPublicClient,
+  publicClient: ChainClient,
   contracts: LocalContracts,
   options: SimulateOptions,
 ): Promise<SimulationResult> {

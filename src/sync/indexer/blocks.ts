@@ -3,7 +3,7 @@
  * JSON-RPC batch: one round trip for every block a range needs (its timestamps and hashes).
  */
 import { type Hex, numberToHex } from 'viem';
-import type { SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
 
 export interface Header {
   number: bigint;
@@ -18,7 +18,7 @@ export class MissingBlockError extends Error {
 }
 
 export async function getHeaders(
-  client: SyncPublicClient,
+  client: ChainClient,
   numbers: readonly bigint[],
 ): Promise<Map<bigint, Header>> {
   const blocks = await Promise.all(
@@ -39,13 +39,13 @@ export async function getHeaders(
   return out;
 }
 
-export async function getHeader(client: SyncPublicClient, n: bigint): Promise<Header> {
+export async function getHeader(client: ChainClient, n: bigint): Promise<Header> {
   const h = (await getHeaders(client, [n])).get(n);
   if (!h) throw new MissingBlockError(`block ${n} not found`);
   return h;
 }
 
 /** The node's latest block number, uncached (viem's getBlockNumber caches for a polling interval). */
-export async function headNumber(client: SyncPublicClient): Promise<bigint> {
+export async function headNumber(client: ChainClient): Promise<bigint> {
   return BigInt(await client.request({ method: 'eth_blockNumber' }));
 }

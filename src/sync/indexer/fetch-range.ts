@@ -7,13 +7,13 @@
  * cursor, so a reorg landing between the two reads changes a hash the next range checks.
  */
 import type { Hex } from 'viem';
-import type { SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
+import { type PreparedEvents, prepareEvents } from '../../db/chain-events-copy.ts';
 import type { Cursor } from '../../db/cursors.ts';
 import type { Product } from '../../db/products.ts';
 import { getHeader, getHeaders } from './blocks.ts';
 import { buildEvents, readSettlementTimes } from './events.ts';
 import { getEngineLogs } from './logs.ts';
-import { type PreparedEvents, prepareEvents } from './store.ts';
 
 /** The chain changed under a range (a log's block hash differs from its header's): retry it. */
 export class ChainMovedError extends Error {
@@ -50,7 +50,7 @@ export interface RangeRequest {
 }
 
 export async function fetchRange(
-  client: SyncPublicClient,
+  client: ChainClient,
   { chainId, cursor, to, engines, insertChunk }: RangeRequest,
 ): Promise<FetchResult> {
   const from = cursor.blockNumber + 1n;

@@ -4,7 +4,7 @@
  * idea: providers cap block spans, result counts or response time, and say so only in the message).
  */
 import { type Hex, numberToHex, toEventSelector } from 'viem';
-import type { SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
 
 /** A log as eth_getLogs returns it (quantities still hex). */
 export interface RawLog {
@@ -83,7 +83,7 @@ export function isRangeRejection(err: unknown): boolean {
 
 /** Engine logs of the three followed events in [from, to]; RangeRejectedError when refused. */
 export async function getEngineLogs(
-  client: SyncPublicClient,
+  client: ChainClient,
   addresses: readonly Hex[],
   from: bigint,
   to: bigint,

@@ -8,10 +8,12 @@
  *   active only when no other reason remains (the worker clears the chain reason at depth);
  * - deprecate: deprecate() on chain first (it is final), then `deprecated` in the database.
  */
-import type { ChainSettings, SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainSettings } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
+import { readEngineFlags } from '../../chain/read-engine-flags.ts';
+import { type EngineOperatorCall, sendEngineCall } from '../../chain/send-engine-call.ts';
 import type { Database } from '../../db/client.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../db/products.ts';
-import { type EngineOperatorCall, readEngineFlags, sendEngineCall } from './operator.ts';
 import { applyPauseReasons } from './status.ts';
 
 export class InvalidMoveError extends Error {
@@ -22,7 +24,7 @@ export class InvalidMoveError extends Error {
 export interface OperatorContext {
   db: Database;
   /** The chain of the product and its client; resolved by the caller. */
-  chainFor(chainId: number): Promise<{ chain: ChainSettings; client: SyncPublicClient }>;
+  chainFor(chainId: number): Promise<{ chain: ChainSettings; client: ChainClient }>;
   now?: () => Date;
 }
 
@@ -67,8 +69,8 @@ async function callUnless(
   done: (flags: { paused: boolean; deprecated: boolean }) => boolean,
 ): Promise<`0x${string}` | undefined> {
   const { chain, client } = await ctx.chainFor(p.chainId);
-  if (done(await readEngineFlags(client, engine))) return undefined;
-  return sendEngineCall(chain, client, engine, call);
+  if (done(await readEngineFlags(client, { engine }))) return undefined;
+  return sendEngineCall(chain, client, { engine, call });
 }
 
 export async function pauseProduct(ctx: OperatorContext, slug: string): Promise<OperatorOutcome> {

@@ -3,6 +3,8 @@
  * the flows of the day and the previous day's row; and the operational alerts a day raises. No I/O,
  * bigint only, so the same inputs always give the same row, byte for byte.
  */
+
+import type { EngineFigures } from '../../chain/read-engine-figures.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
 import {
   apyFromSharePrices,
@@ -14,7 +16,6 @@ import {
 } from '../../money/index.ts';
 import { outboundPayload } from '../../webhooks/event-catalogue.ts';
 import { daysBetween } from '../day-boundary.ts';
-import type { EngineFigures } from './chain-reads.ts';
 
 /**
  * Chain state at a boundary block, as read from the engine (accountingSnapshot: totalAssets, ERC-20

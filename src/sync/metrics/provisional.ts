@@ -14,9 +14,10 @@
  * - `provisional` is true: the metrics processor replaces the row with the real one when the day
  *   closes, and never treats it as covering its day or as a previous day.
  */
-import type { SyncPublicClient } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
+import { readEngineFigures } from '../../chain/read-engine-figures.ts';
+import { readVaultTotals } from '../../chain/read-vault-totals.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
-import { readEngineFigures, readVaultTotals } from './chain-reads.ts';
 import type { BoundaryReads } from './compute.ts';
 
 /** The provisional row of `date` from the reads at the deployment block. Pure. */
@@ -49,7 +50,7 @@ export function provisionalSnapshot(
 
 /** Reads the chain at the deployment block and builds the provisional row of its UTC day. */
 export async function readProvisionalSnapshot(
-  client: SyncPublicClient,
+  client: ChainClient,
   args: {
     productId: string;
     engine: `0x${string}`;
@@ -59,15 +60,15 @@ export async function readProvisionalSnapshot(
   },
 ): Promise<Snapshot> {
   const { engine, underlyingVault: vault, blockNumber } = args;
-  const [engineFigures, [uAssets, uSupply]] = await Promise.all([
-    readEngineFigures(client, engine, blockNumber),
-    readVaultTotals(client, vault, blockNumber),
+  const [engineFigures, vaultTotals] = await Promise.all([
+    readEngineFigures(client, { engine, blockNumber }),
+    readVaultTotals(client, { vault, blockNumber }),
   ]);
   return provisionalSnapshot(args.productId, args.blockTimestamp.toISOString().slice(0, 10), {
     blockNumber,
     blockTimestamp: args.blockTimestamp,
     ...engineFigures,
-    underlyingAssets: uAssets,
-    underlyingSupply: uSupply,
+    underlyingAssets: vaultTotals.totalAssets,
+    underlyingSupply: vaultTotals.totalSupply,
   });
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+/**
+ * Builds the package with the TypeScript compiler alone, twice: ES modules into dist/esm and
+ * CommonJS into dist/cjs (marked by its own package.json), each with its declarations, so both
+ * `import` and `require` get code and types. Then prints the size a bundler would ship of each
+ * entry point, minified and gzip-compressed (esbuild measures; it is not part of the build).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const dist = path.join(root, 'dist');
+const require = createRequire(import.meta.url);
+const tsc = require.resolve('typescript/bin/tsc');
+const run = (args) =>
+  execFileSync(process.execPath, [tsc, ...args], { cwd: root, stdio: 'inherit' });
+
+rmSync(dist, { recursive: true, force: true });
+run(['-p', 'tsconfig.build.json']);
+run([
+  '-p',
+  'tsconfig.build.json',
+  '--module',
+  'commonjs',
+  '--moduleResolution',
+  'node10',
+  '--verbatimModuleSyntax',
+  'false',
+  '--outDir',
+  'dist/cjs',
+]);
+mkdirSync(path.join(dist, 'cjs'), { recursive: true });
+writeFileSync(path.join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
+
+/** Minified + gzipped bytes of an entry point bundled for a browser, viem left out. */
+export async function sizeOf(entry) {
+  const esbuild = await import('esbuild');
+  const out = await esbuild.build({
+    entryPoints: [path.join(dist, 'esm', entry)],
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    external: ['viem', 'viem/*'],
+    write: false,
+    logLevel: 'silent',
+  });
+  const code = out.outputFiles[0].contents;
+  return { minified: code.length, gzipped: gzipSync(code, { level: 9 }).length };
+}
+
+const kb = (n) => `${(n / 1024).toFixed(2)} KB`;
+for (const [name, entry] of [
+  ['client + webhooks (.)', 'index.js'],
+  ['engine helpers (./engine, viem external)', 'engine/index.js'],
+]) {
+  try {
+    const s = await sizeOf(entry);
+    console.log(`size ${name}: ${kb(s.minified)} minified, ${kb(s.gzipped)} minified+gzipped`);
+  } catch (err) {
+    if (err?.code !== 'ENOENT' && !/Could not resolve/.test(String(err?.message))) throw err;
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * @partner-yield/sdk: the API client, the webhook verifier and the inbound signer. The engine
+ * helpers (which need viem) are in `@partner-yield/sdk/engine`.
+ */
+export { type ClientOptions, PartnerYieldClient } from './client.ts';
+export {
+  ApiError,
+  ConnectionError,
+  type ConnectionErrorCode,
+  type ErrorCode,
+  PartnerYieldError,
+  type ResponseErrorCode,
+  type WebhookErrorCode,
+  WebhookVerificationError,
+} from './errors.ts';
+export type { RequestOptions } from './http.ts';
+export {
+  type InboundEvent,
+  type InboundEventData,
+  type SubmittedDeposit,
+  type SubmittedRedeem,
+  signInbound,
+} from './inbound.ts';
+export { DEFAULT_RETRY_POLICY, type RetryInfo, type RetryPolicy } from './retry.ts';
+export type * from './types.ts';

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '../src/db/client.ts';
+import { outboundPayloadError } from '../src/webhooks/event-catalogue.ts';
 import { secretFingerprint } from '../src/webhooks/secret-box.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
@@ -34,6 +35,7 @@ interface DemoCredentials {
     name: string;
     live: DemoEnvironment;
     test: DemoEnvironment;
+    portal: { url: string; email: string; login_url: string };
   }>;
 }
 interface DemoEnvironment {
@@ -82,6 +84,20 @@ describe('the demo', { timeout: 240_000 }, () => {
     expect(creds.partners.map((x) => x.name)).toEqual(['Acme Wallet', 'Bravo Pay']);
     const call = (url: string, key: string) =>
       fetch(`${creds.base_url}${url}`, { headers: { 'x-api-key': key } });
+    for (const partner of creds.partners) {
+      // One click into the portal: a fresh one-time sign-in link for the demo partner's owner.
+      const port = new URL(creds.base_url).port;
+      expect(partner.portal).toEqual({
+        url: `http://localhost:${port}/portal`,
+        email: expect.stringMatching(/^owner@[a-z-]+\.example$/),
+        login_url: expect.stringMatching(
+          new RegExp(`^http://localhost:${port}/portal/sign-in/link\\?token=[\\w-]{43}$`),
+        ),
+      });
+      const signIn = await fetch(partner.portal.login_url.replace('//localhost:', '//127.0.0.1:'));
+      expect(signIn.status).toBe(200);
+      expect(await signIn.text()).toContain('Continue');
+    }
     for (const partner of creds.partners) {
       for (const environment of ['live', 'test'] as const) {
         const c = partner[environment];
@@ -152,6 +168,14 @@ describe('the demo', { timeout: 240_000 }, () => {
       expect(counts['product.deployed']).toBe(4);
       expect(counts.vault_pause).toBe(4);
       expect(counts['deposit.confirmed']).toBeGreaterThan(0);
+      // Every stored event fits its type's schema in the outbound event catalogue.
+      const stored = await db.query<{ id: string; event_type: string; payload: string }>(
+        'SELECT id, event_type, payload FROM events ORDER BY seq',
+      );
+      const misfits = stored.rows
+        .map((r) => [r.id, outboundPayloadError(r.event_type, JSON.parse(r.payload))])
+        .filter(([, error]) => error !== undefined);
+      expect(misfits).toEqual([]);
       // The inbound secrets of the credentials file are the stored ones (by fingerprint).
       const inbound = await db.query<{ fingerprint: string }>(
         'SELECT secret_fingerprint AS fingerprint FROM inbound_secrets ORDER BY 1',

@@ -61,6 +61,19 @@ export function createSnapshotReads(db: Queryable) {
       return new Map(rows.map((r) => [r.product_id, toView(r)]));
     },
 
+    /**
+     * The date of the newest final (not provisional) snapshot: the latest finished day, where
+     * trailing windows end (date-range.ts).
+     */
+    async latestFinalDate(productId: string): Promise<string | undefined> {
+      const { rows } = await db.query<{ date: string }>(
+        `SELECT date FROM daily_snapshots WHERE product_id = $1 AND NOT provisional
+         ORDER BY date DESC LIMIT 1`,
+        [productId],
+      );
+      return rows[0]?.date;
+    },
+
     /** The latest measured net APY (the first day has none). */
     async latestNetApy(productId: string): Promise<string | undefined> {
       const { rows } = await db.query<{ net_apy_for_user: string }>(

@@ -261,13 +261,14 @@ async function readRequests(chain: ChainAccess, p: EmbedProductView): Promise<Re
       chain.read(engine, engineAbi, 'claimableAt', [id]),
       chain.read(engine, engineAbi, 'convertToAssets', [r.shares]),
     ])) as [bigint, bigint];
-    out.push({
-      id,
-      shares: r.shares,
-      assets,
-      readyAt: Number(readyAt),
-      claimable: now >= Number(readyAt),
-    });
+    // The engine's ERC-7540 view says whether it is claimable now; engines without it: the time.
+    const claimable = await chain
+      .read(engine, engineAbi, 'claimableRedeemRequest', [id, chain.account])
+      .then(
+        (shares) => (shares as bigint) > 0n,
+        () => readyAt > 0n && now >= Number(readyAt),
+      );
+    out.push({ id, shares: r.shares, assets, readyAt: Number(readyAt), claimable });
   }
   return out;
 }
@@ -302,7 +303,7 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
         {p.partner}). They are charged only on new gains above the previous high (a high-water
         mark), so a loss is never charged twice.
         {p.scheduled_fee_change &&
-          ` From ${p.scheduled_fee_change.at} the fees become ${displayBps(
+          ` From ${displayDate(Date.parse(p.scheduled_fee_change.at) / 1000)} the fees become ${displayBps(
             p.scheduled_fee_change.service_fee_bps + p.scheduled_fee_change.partner_fee_bps,
           )} of the yield.`}
       </p>
@@ -704,7 +705,9 @@ function WithdrawFlow(props: FlowProps) {
                   About {displayUnits(r.assets, p.asset_decimals, 6)} {p.asset_symbol}
                   {r.claimable
                     ? ': ready to claim.'
-                    : `: pending, estimated ready ${displayDate(r.readyAt)}.`}
+                    : r.readyAt > 0
+                      ? `: pending, estimated ready ${displayDate(r.readyAt)}.`
+                      : ': pending; the vault has not said when it settles.'}
                 </span>
                 {r.claimable && (
                   <button type="button" class="primary" disabled={busy} onClick={() => claim(r)}>

@@ -151,6 +151,13 @@ export const engineAbi = [
     outputs: [u('')],
   },
   {
+    type: 'function',
+    name: 'claimableRedeemRequest',
+    stateMutability: 'view',
+    inputs: [u('requestId'), a('controller')],
+    outputs: [u('')],
+  },
+  {
     type: 'event',
     name: 'RedeemRequested',
     inputs: [

@@ -305,6 +305,7 @@ export async function buildApp(deps: AppDeps) {
         products,
         snapshots,
         chain,
+        clientFor: (chainId) => clients.get(chainId),
         chainName,
         cache,
         settings: createEmbedSettingsRepo(deps.db),

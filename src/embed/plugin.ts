@@ -24,6 +24,11 @@ import { acceptsGzip } from '../api/content-encoding.ts';
 import { ApiError } from '../api/errors.ts';
 import { createMemoryCounter, createRedisCounter } from '../api/fixed-window.ts';
 import type { ReadCache } from '../api/read-cache.ts';
+import type { ChainClient } from '../chain/client.ts';
+import {
+  readScheduledFeeChange,
+  type ScheduledFeeChange,
+} from '../chain/read-scheduled-fee-change.ts';
 import type { EmbedSettings, EmbedSettingsRepo } from '../db/embed-settings.ts';
 import type { InboundEventsRepo } from '../db/inbound-events.ts';
 import type { Product, ProductsRepo } from '../db/products.ts';
@@ -65,6 +70,8 @@ export interface EmbedPluginOptions {
   products: Pick<ProductsRepo, 'getBySlug'>;
   snapshots: Pick<SnapshotReads, 'latestFor'>;
   chain: Pick<ChainReader, 'readHealth'>;
+  /** The chain's client for reads the API does not make (the scheduled fee change); absent: none. */
+  clientFor?: (chainId: number) => ChainClient | undefined;
   chainName: (chainId: number) => string;
   cache: Pick<ReadCache, 'get'>;
   settings: Pick<EmbedSettingsRepo, 'findByEmbedId'>;
@@ -79,6 +86,23 @@ export interface EmbedPluginOptions {
   /** Public URL of the embed (`…/embed`), for the host example; by default the request's own. */
   publicUrl?: () => string | undefined;
   now?: () => Date;
+}
+
+type PluginState = EmbedPluginOptions & {
+  feeChanges: ReturnType<typeof ttlCache<ScheduledFeeChange | null>>;
+};
+
+function ttlCache<T>(ttlMs: number) {
+  const entries = new Map<string, { at: number; value: Promise<T> }>();
+  return {
+    get(key: string, load: () => Promise<T>): Promise<T> {
+      const hit = entries.get(key);
+      if (hit && Date.now() - hit.at < ttlMs) return hit.value;
+      const value = load();
+      entries.set(key, { at: Date.now(), value });
+      return value;
+    },
+  };
 }
 
 /** The partner environment and its deployed product, or not_found for anything else. */
@@ -108,15 +132,43 @@ async function resolve(
   return { settings, product };
 }
 
-async function productView(opts: EmbedPluginOptions, product: Product): Promise<EmbedProductView> {
-  const [latest, health] = await Promise.all([
+/** A scheduled fee change, bounded and best effort: without it the view just shows none. */
+async function feeChange(opts: PluginState, product: Product) {
+  const client = opts.clientFor?.(product.chainId);
+  if (!client || !product.engineAddress) return null;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      readScheduledFeeChange(client, { engine: product.engineAddress }),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), 1500);
+      }),
+    ]);
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function productView(opts: PluginState, product: Product): Promise<EmbedProductView> {
+  const [latest, health, scheduled] = await Promise.all([
     opts.snapshots.latestFor([product.id]),
     opts.chain.readHealth(product).then(
       (h): HealthReading | undefined => h,
       () => undefined, // the view says deposits are off for now; the page still renders
     ),
+    opts.feeChanges.get(`${product.chainId}:${product.engineAddress}`, () =>
+      feeChange(opts, product),
+    ),
   ]);
-  return buildProductView(product, latest.get(product.id), health, opts.chainName(product.chainId));
+  return buildProductView(
+    product,
+    latest.get(product.id),
+    health,
+    opts.chainName(product.chainId),
+    scheduled,
+  );
 }
 
 /** The `origin` parameter when it is one of the allowed origins; else the only allowed one. */
@@ -149,7 +201,9 @@ const htmlError = (err: ApiError) =>
   `<body style="font-family:system-ui,sans-serif;padding:1rem"><p>This deposit widget is not available: ${err.message}</p>` +
   `<p><small>Code: ${err.code}</small></p></body></html>`;
 
-export function embedPlugin(opts: EmbedPluginOptions): FastifyPluginAsyncTypebox {
+export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncTypebox {
+  // A scheduled fee change moves rarely: read at most once a minute per engine.
+  const opts = { ...options, feeChanges: ttlCache<ScheduledFeeChange | null>(60_000) };
   return async (app) => {
     const counter = opts.redis
       ? createRedisCounter(opts.redis, 'pys:embed:')

@@ -5,6 +5,7 @@
  * net_apy_for_user, the fees the product's bps.
  */
 import type { HealthReading } from '../api/chain-reader.ts';
+import type { ScheduledFeeChange } from '../chain/read-scheduled-fee-change.ts';
 import type { Product } from '../db/products.ts';
 import type { SnapshotView } from '../db/snapshot-reads.ts';
 import { formatUnits } from '../money/index.ts';
@@ -31,7 +32,7 @@ export interface EmbedProductView {
   status: 'active' | 'paused' | 'deprecated';
   service_fee_bps: number;
   partner_fee_bps: number;
-  /** A fee change the engine has scheduled; null while the engine exposes none. */
+  /** A fee change the engine has scheduled (ISO time it may apply from); null when none. */
   scheduled_fee_change: { service_fee_bps: number; partner_fee_bps: number; at: string } | null;
   /** Net APY after fees (decimal fraction, 6 places) of the last full day; null before one exists. */
   net_apy: string | null;
@@ -92,6 +93,7 @@ export function buildProductView(
   snapshot: SnapshotView | undefined,
   health: HealthReading | undefined,
   chainName: string,
+  scheduled: ScheduledFeeChange | null = null,
 ): EmbedProductView {
   if (product.status === 'pending_deploy' || !product.engineAddress) {
     throw new Error('a product without an engine has no embed view');
@@ -111,7 +113,11 @@ export function buildProductView(
     status: product.status,
     service_fee_bps: product.serviceFeeBps,
     partner_fee_bps: product.partnerFeeBps,
-    scheduled_fee_change: null,
+    scheduled_fee_change: scheduled && {
+      service_fee_bps: scheduled.serviceFeeBps,
+      partner_fee_bps: scheduled.partnerFeeBps,
+      at: new Date(Number(scheduled.effectiveAt) * 1000).toISOString(),
+    },
     net_apy: snapshot?.netApyForUser ?? null,
     as_of_date: snapshot?.date ?? null,
     tvl: snapshot ? formatUnits(snapshot.engineTotalAssets, product.assetDecimals) : null,

@@ -165,7 +165,8 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       DATA_DIR: dataDir,
       PORT: '0',
       LOCAL_CHAIN_PORT: '0',
-      LOCAL_CHAIN_DAYS: '3',
+      // Three days give the screenshots a measured APY; two are enough for the checks.
+      LOCAL_CHAIN_DAYS: process.env.EMBED_SCREENSHOTS === '1' ? '3' : '2',
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',
       WEBHOOK_CA_FILE: TLS_CA,
     });
@@ -220,6 +221,13 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     expect(live.embed.host_example_url).toMatch(
       /^http:\/\/localhost:\d+\/embed\/host-example\/emb_/,
     );
+  });
+
+  it('the product view reads the engine: no fee change scheduled (engines without the schedule views read as none)', async () => {
+    const api = live.embed.url.replace('/embed/', '/embed/api/');
+    const view = ((await (await fetch(api)).json()) as { data: Record<string, unknown> }).data;
+    expect(view.scheduled_fee_change).toBeNull();
+    expect(view.gate).toEqual({ deposit: true, withdraw: true, reason: null });
   });
 
   it('sync product: wrong chain, a refused signature, approve then deposit (shares = preview), withdraw, host events, deposit.confirmed webhook', {

@@ -14,7 +14,7 @@ import { createInboundEventsRepo } from '../../src/db/inbound-events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../src/db/products.ts';
 import { embedCsp } from '../../src/embed/csp.ts';
-import { embedGate } from '../../src/embed/product-view.ts';
+import { buildProductView, embedGate } from '../../src/embed/product-view.ts';
 import { createLogger } from '../../src/logger.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { insertSnapshots } from '../helpers/snapshots.ts';
@@ -277,6 +277,21 @@ describe('the product view', () => {
     ).json().data;
     expect(old.gate).toMatchObject({ deposit: false, withdraw: true });
     expect(old.gate.reason).toMatch(/closed to new deposits/);
+  });
+
+  it('a scheduled fee change is shown with the time it may apply from', () => {
+    const p = products['acme-core']!;
+    const view = buildProductView(p, undefined, undefined, 'Local', {
+      serviceFeeBps: 400,
+      partnerFeeBps: 300,
+      effectiveAt: 1_796_000_000n,
+    });
+    expect(view.scheduled_fee_change).toEqual({
+      service_fee_bps: 400,
+      partner_fee_bps: 300,
+      at: '2026-11-30T00:53:20.000Z',
+    });
+    expect(buildProductView(p, undefined, undefined, 'Local').scheduled_fee_change).toBeNull();
   });
 
   it('the gate follows the live health flags (same rules as the API)', () => {

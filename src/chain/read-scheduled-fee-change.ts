@@ -1,0 +1,71 @@
+/**
+ * An engine's scheduled fee change (a fee increase takes effect only after a notice period):
+ * the new fees and the time from which they may apply, or null when none is scheduled. Engines
+ * deployed before the schedule existed have no such views: they read as null too.
+ */
+import {
+  type Address,
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  parseAbi,
+} from 'viem';
+import type { ChainClient } from './client.ts';
+
+const scheduleAbi = parseAbi([
+  'function feeChangeEffectiveAt() view returns (uint256)',
+  'function scheduledServiceFeeBps() view returns (uint16)',
+  'function scheduledPartnerFeeBps() view returns (uint16)',
+]);
+
+export interface ScheduledFeeChange {
+  serviceFeeBps: number;
+  partnerFeeBps: number;
+  /** Unix seconds from which the change may apply. */
+  effectiveAt: bigint;
+}
+
+/** The engine has no such view (a revert without data, or no return data at all). */
+function missingView(err: unknown): boolean {
+  if (!(err instanceof BaseError)) return false;
+  return Boolean(
+    err.walk(
+      (e) =>
+        e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError,
+    ),
+  );
+}
+
+export async function readScheduledFeeChange(
+  client: ChainClient,
+  params: { engine: Address; blockNumber?: bigint },
+): Promise<ScheduledFeeChange | null> {
+  const { engine: address, blockNumber } = params;
+  try {
+    const effectiveAt = await client.readContract({
+      address,
+      abi: scheduleAbi,
+      functionName: 'feeChangeEffectiveAt',
+      blockNumber,
+    });
+    if (effectiveAt === 0n) return null;
+    const [serviceFeeBps, partnerFeeBps] = await Promise.all([
+      client.readContract({
+        address,
+        abi: scheduleAbi,
+        functionName: 'scheduledServiceFeeBps',
+        blockNumber,
+      }),
+      client.readContract({
+        address,
+        abi: scheduleAbi,
+        functionName: 'scheduledPartnerFeeBps',
+        blockNumber,
+      }),
+    ]);
+    return { serviceFeeBps, partnerFeeBps, effectiveAt };
+  } catch (err) {
+    if (missingView(err)) return null;
+    throw err;
+  }
+}

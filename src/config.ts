@@ -202,6 +202,19 @@ const settings = {
     parse: nonEmpty,
     default: 'Partner portal <portal@localhost>',
   },
+  EMBED_PUBLIC_URL: {
+    describe:
+      'Public address of the embed (`{embed_url}`), which the api role serves under `/embed`. Set it when the embed has its own origin (a proxy in front of `/embed`). Unset: `/embed` of the address the service listens on.',
+    expects: 'an http:// or https:// URL',
+    parse: (raw) => url(['http:', 'https:'])(raw.replace(/\/+$/, '')),
+  },
+  EMBED_RATE_LIMIT_PER_MINUTE: {
+    describe:
+      "Embed requests per client address per minute (pages, product reads, transaction reports; not the static files). Embed traffic carries no key and never counts against a partner's API budget.",
+    expects: 'an integer from 10 to 100000',
+    parse: integer(10, 100_000),
+    default: '600',
+  },
   DEMO: {
     describe:
       'With the local chain, provision the demo partners, products and keys on a fresh database.',

@@ -11,6 +11,8 @@ import type { Database } from './db/client.ts';
 import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
+import { loadEmbedAssets } from './embed/assets.ts';
+import { embedPublicUrl } from './embed/public-url.ts';
 import type { Logger } from './logger.ts';
 import { mailerFromConfig } from './portal/mailer.ts';
 import { portalPublicUrl } from './portal/public-url.ts';
@@ -78,6 +80,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         redis,
         chains: apiChains,
         secretBox,
+        embed: {
+          assets: loadEmbedAssets(),
+          ratePerMinute: config.EMBED_RATE_LIMIT_PER_MINUTE,
+          publicUrl: () => embedPublicUrl(config, listeningPort),
+        },
         portal: {
           mailer,
           publicUrl: () => portalPublicUrl(config, listeningPort),

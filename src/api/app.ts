@@ -15,9 +15,13 @@ import {
   keyWorks,
 } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
+import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
+import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
+import type { EmbedAssets } from '../embed/assets.ts';
+import { embedPlugin } from '../embed/plugin.ts';
 import type { Logger } from '../logger.ts';
 import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
 import type { Redis } from '../redis.ts';
@@ -27,7 +31,6 @@ import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts
 import { apiKeyDigest } from './keys.ts';
 import { partnerScope } from './partner-scope.ts';
 import { createReadCache } from './read-cache.ts';
-import { createSnapshotReads, type SnapshotReads } from './read-model.ts';
 import { apyHistoryRoute } from './routes/apy-history.ts';
 import { feeStatsRoute } from './routes/fee-stats.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -62,6 +65,12 @@ export interface AppDeps {
   secretBox?: SecretBox;
   /** The partner portal, served under /portal (owned by src/portal); absent: no portal. */
   portal?: Omit<PortalOptions, 'db' | 'logger' | 'redis'>;
+  /** The embed, served under /embed (owned by src/embed); absent: no embed. */
+  embed?: {
+    assets: EmbedAssets | undefined;
+    ratePerMinute: number;
+    publicUrl?: () => string | undefined;
+  };
 }
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -221,6 +230,7 @@ export async function buildApp(deps: AppDeps) {
   const reads = createSnapshotReads(deps.db);
   const snapshots: SnapshotReads = {
     latestFor: (ids) => cache.get(`latest:${ids.join(',')}`, () => reads.latestFor(ids)),
+    latestFinalDate: (id) => cache.get(`final:${id}`, () => reads.latestFinalDate(id)),
     latestNetApy: (id) => cache.get(`apy:${id}`, () => reads.latestNetApy(id)),
     apyHistory: (id, from, to) =>
       cache.get(`history:${id}:${from}:${to}`, () => reads.apyHistory(id, from, to)),
@@ -286,10 +296,27 @@ export async function buildApp(deps: AppDeps) {
       }),
     ],
   });
+  if (deps.embed) {
+    await app.register(
+      embedPlugin({
+        ...deps.embed,
+        products,
+        snapshots,
+        chain,
+        chainName,
+        cache,
+        settings: createEmbedSettingsRepo(deps.db),
+        events: createInboundEventsRepo(deps.db),
+        redis: deps.redis,
+        ...clock,
+      }),
+    );
+  }
   if (deps.portal) {
     await app.register(portalPlugin, {
       prefix: '/portal',
       ...deps.portal,
+      secretBox: deps.secretBox,
       db: deps.db,
       logger: deps.logger,
       redis: deps.redis,

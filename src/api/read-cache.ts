@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/client.ts';
+import { readModelVersion } from '../db/snapshot-reads.ts';
 import { acceptsGzip, MIN_GZIP_BYTES } from './content-encoding.ts';
 
 const gzip = promisify(gzipCallback);
@@ -34,10 +35,7 @@ export function createReadCache(
   const entries = new Map<string, { version: string; value: Promise<unknown> }>();
 
   async function refresh() {
-    const { rows } = await db.query<{ version: string }>(
-      "SELECT version FROM data_versions WHERE name = 'read_model'",
-    );
-    const next = rows[0]?.version;
+    const next = await readModelVersion(db);
     if (next !== version) {
       version = next;
       entries.clear();

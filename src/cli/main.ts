@@ -9,6 +9,7 @@ import { openDatabase } from '../db/open.ts';
 import { createLogger } from '../logger.ts';
 import { startService } from '../main.ts';
 import { registerChainCommand } from './chain-command.ts';
+import { registerEmbedCommand } from './embed-command.ts';
 import { registerKeyCommand } from './key-command.ts';
 import { registerPartnerCommand } from './partner-command.ts';
 import { registerPortalCommand } from './portal-command.ts';
@@ -108,6 +109,7 @@ export function buildCli(): Command {
   registerKeyCommand(program);
   registerWebhookCommand(program);
   registerPortalCommand(program);
+  registerEmbedCommand(program);
   return program;
 }
 

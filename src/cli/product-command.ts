@@ -12,6 +12,7 @@ import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
 import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
 import { createPartnersRepo } from '../db/partners.ts';
+import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import {
   createProductsRepo,
   type Environment,
@@ -28,7 +29,6 @@ import {
   pauseProduct,
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
-import { createDeployStore } from '../sync/lifecycle/store.ts';
 import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
@@ -174,7 +174,7 @@ async function createProduct(opts: CreateOptions): Promise<void> {
         partnerFeeRecipient: opts.partnerRecipient,
         usdPrice: opts.usdPrice ?? null,
       });
-      if (opts.hold) await createDeployStore(tx).setHold(created.id, true);
+      if (opts.hold) await createProductDeploysRepo(tx).setHold(created.id, true);
       return created;
     });
   });
@@ -384,7 +384,7 @@ export function registerProductCommand(program: Command): void {
       await withDatabase(config, async (db) => {
         const p = await createProductsRepo(db).getBySlug(slugArg);
         if (!p) throw new CommandError(`no product with slug "${slugArg}"`, 'not_found');
-        if (!(await createDeployStore(db).setHold(p.id, false))) {
+        if (!(await createProductDeploysRepo(db).setHold(p.id, false))) {
           throw new CommandError(
             `${slugArg} is ${p.status}: only pending_deploy can be released`,
             'invalid_move',

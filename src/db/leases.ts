@@ -20,6 +20,19 @@ export function createLeasesRepo(db: Queryable) {
       return rows[0]?.holder === holder;
     },
 
+    /**
+     * Extends the lease while `holder` still has it, inside the caller's transaction: work committed
+     * with a renewal is work done by the holder (a holder that lost the lease gets false).
+     */
+    async renew(name: string, holder: string, ttlMs: number): Promise<boolean> {
+      const r = await db.query(
+        `UPDATE leases SET expires_at = now() + ($3::int * interval '1 millisecond')
+         WHERE name = $1 AND holder = $2`,
+        [name, holder, ttlMs],
+      );
+      return r.rowCount === 1;
+    },
+
     async release(name: string, holder: string): Promise<void> {
       await db.query('DELETE FROM leases WHERE name = $1 AND holder = $2', [name, holder]);
     },

@@ -33,6 +33,8 @@ function head(base: string, title: string): Html {
 <link rel="stylesheet" href="${base}/static/portal.css?v=${ASSET_VERSION}">
 <script src="${base}/static/htmx.min.js?v=${ASSET_VERSION}" defer></script>
 <script src="${base}/static/portal.js?v=${ASSET_VERSION}" defer></script>
+<script src="${base}/static/simplewebauthn.js?v=${ASSET_VERSION}" defer></script>
+<script src="${base}/static/webauthn.js?v=${ASSET_VERSION}" defer></script>
 <meta name="htmx-config" content='{"includeIndicatorStyles":false}'>`;
 }
 
@@ -118,4 +120,10 @@ export function barePage(opts: {
 export function when(date: Date | null | undefined, none = '—'): string {
   if (!date) return none;
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** A date in a table cell: kept on one line, machine-readable in `datetime`. */
+export function time(date: Date | null | undefined, none = '—'): Html | string {
+  if (!date) return none;
+  return html`<time datetime="${date.toISOString()}">${when(date)}</time>`;
 }

@@ -11,6 +11,7 @@
  * - Pages are never framed or cached, send no Referer (sign-in links carry a token), and run only
  *   the portal's own scripts (Content-Security-Policy).
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -23,6 +24,7 @@ import type { Database } from '../db/client.ts';
 import { createDbSessionStore, type SessionStore } from '../db/portal-sessions.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
+import { createSecretBox, type SecretBox } from '../webhooks/secret-box.ts';
 import {
   createPortalContext,
   type PortalContext,
@@ -38,6 +40,7 @@ import { createRedisSessionStore } from './redis-sessions.ts';
 import { accountRoutes } from './routes/account.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { keysRoutes } from './routes/keys.ts';
+import { passkeyRoutes } from './routes/passkeys.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { teamRoutes } from './routes/team.ts';
 
@@ -51,6 +54,8 @@ export interface PortalOptions {
   publicUrl: () => string;
   /** Inactivity after which a session ends. */
   idleMs: number;
+  /** Seals passkey challenges in cookies; without one (tests), a random key of this process. */
+  secretBox?: SecretBox | undefined;
   /** Sign-in attempts allowed per client address and window (tests lower it). */
   signInLimit?: { max: number; windowMs: number };
 }
@@ -59,6 +64,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A portal route reachable without a session (sign-in, static files). */
     portalPublic?: boolean;
+    /** A portal route called by the page's script: errors answer JSON, not a page. */
+    portalJson?: boolean;
   }
 }
 
@@ -70,6 +77,10 @@ const STATIC: Record<string, { file: string; type: string }> = {
   },
   'portal.js': {
     file: new URL('./static/portal.js', import.meta.url).pathname,
+    type: 'text/javascript',
+  },
+  'webauthn.js': {
+    file: new URL('./static/webauthn.js', import.meta.url).pathname,
     type: 'text/javascript',
   },
   'htmx.min.js': { file: require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript' },
@@ -181,6 +192,9 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
       title = 'Something went wrong on our side';
       message = 'Nothing was changed. Try again in a minute; if it keeps failing, contact support.';
     }
+    if (request.routeOptions.config?.portalJson) {
+      return reply.code(status).send({ success: false, code: codeFor(status), message });
+    }
     return sendPage(reply, errorPage(ctx, request, title, message), status);
   });
 
@@ -210,7 +224,16 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   await app.register(teamRoutes(ctx));
   await app.register(auditRoutes(ctx));
   await app.register(accountRoutes(ctx));
+  await app.register(passkeyRoutes(ctx, opts.secretBox ?? createSecretBox(randomBytes(32)), limit));
 };
+
+function codeFor(status: number): string {
+  return (
+    { 400: 'invalid_request', 401: 'unauthorized', 403: 'forbidden', 429: 'rate_limited' }[
+      status
+    ] ?? 'internal_error'
+  );
+}
 
 function errorPage(ctx: PortalContext, _request: FastifyRequest, title: string, message: string) {
   return barePage({

@@ -29,10 +29,10 @@ import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createPartnersRepo } from '../db/partners.ts';
+import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type NewProduct } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
-import { createDeployStore } from './lifecycle/store.ts';
 
 /** What a demo user needs per partner environment to make a first call. */
 export interface DemoEnvironmentCredentials {
@@ -115,7 +115,7 @@ export async function provisionDemo(options: {
       // Re-checked inside the transaction: two processes starting at once provision once.
       if ((await partnersRepo.list()).length > 0) return none;
       const products = createProductsRepo(tx);
-      const store = createDeployStore(tx);
+      const store = createProductDeploysRepo(tx);
       const keys = createApiKeysRepo(tx);
       const inboundSecrets = createInboundSecretsRepo(tx, secretBox);
       const credentials: DemoPartnerCredentials[] = [];

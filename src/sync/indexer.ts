@@ -30,6 +30,7 @@
 import type { Hex } from 'viem';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
 import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
 import { createLeasesRepo } from '../db/leases.ts';
@@ -45,7 +46,6 @@ import {
 } from './indexer/fetch-range.ts';
 import { RangeRejectedError } from './indexer/logs.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
-import { insertChunkFor, insertPrepared } from './indexer/store.ts';
 
 export interface IndexerDeps {
   db: Database;
@@ -117,12 +117,8 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   /** Runs fn in a transaction that commits only while this process still holds the lease. */
   const leasedTx = <T>(fn: (tx: Queryable) => Promise<T>) =>
     db.transaction(async (tx) => {
-      const r = await tx.query(
-        `UPDATE leases SET expires_at = now() + ($3::int * interval '1 millisecond')
-         WHERE name = $1 AND holder = $2`,
-        [leaseName, holder, ttl],
-      );
-      if (r.rowCount !== 1) throw new LeaseLostError(`lease ${leaseName} lost by ${holder}`);
+      if (!(await createLeasesRepo(tx).renew(leaseName, holder, ttl)))
+        throw new LeaseLostError(`lease ${leaseName} lost by ${holder}`);
       return fn(tx);
     });
 

@@ -46,12 +46,12 @@ import { chainErrorMessage, operatorWallet } from '../chain/send-engine-call.ts'
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createLeasesRepo } from '../db/leases.ts';
+import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import { createSnapshotsRepo } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import { applyPauseReasons } from './lifecycle/status.ts';
-import { createDeployStore } from './lifecycle/store.ts';
 import { readProvisionalSnapshot } from './metrics/provisional.ts';
 
 export interface LifecycleOptions {
@@ -85,7 +85,7 @@ export function createLifecycle(options: LifecycleOptions) {
   const leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const wallet = operatorWallet(chain);
   const products = createProductsRepo(db);
-  const store = createDeployStore(db);
+  const store = createProductDeploysRepo(db);
   const leases = createLeasesRepo(db);
   const log = logger.child({ job: leaseName });
   const warnedNoDeployer = new Set<string>();

@@ -19,11 +19,27 @@ const codeOf = (fn: () => unknown) => {
 };
 
 describe('fee-stats date ranges', () => {
-  it('neither date: the 30 days ending today, inclusive', () => {
+  it('neither date: the 30 days ending at the latest finished day, inclusive', () => {
+    // No snapshot known: the 30 days ending yesterday (today is never finished).
     expect(feeStatsRange(undefined, undefined, NOW)).toEqual({
-      from: '2026-10-23',
-      to: '2026-11-21',
+      from: '2026-10-22',
+      to: '2026-11-20',
     });
+    expect(feeStatsRange(undefined, undefined, NOW, '2026-11-20')).toEqual({
+      from: '2026-10-22',
+      to: '2026-11-20',
+    });
+    expect(feeStatsRange(undefined, undefined, NOW, '2026-11-17')).toEqual({
+      from: '2026-10-19',
+      to: '2026-11-17',
+    });
+    // A row dated today (a provisional one never counts; this guards the cap) is not finished.
+    expect(feeStatsRange(undefined, undefined, NOW, '2026-11-21')).toEqual({
+      from: '2026-10-22',
+      to: '2026-11-20',
+    });
+    // Explicit dates ignore it.
+    expect(feeStatsRange(undefined, '2026-11-21', NOW, '2026-11-10').to).toBe('2026-11-21');
   });
   it('only start_date: up to today', () => {
     expect(feeStatsRange('2026-11-01', undefined, NOW)).toEqual({
@@ -70,8 +86,11 @@ describe('fee-stats date ranges', () => {
   it('start after end is invalid_date', () => {
     expect(codeOf(() => feeStatsRange('2026-05-06', '2026-05-05', NOW))).toBe('invalid_date');
   });
-  it('trailing windows end today', () => {
-    expect(trailingDays(7, NOW)).toEqual({ from: '2026-11-15', to: '2026-11-21' });
+  it('trailing windows end at the latest finished day, never today', () => {
+    expect(trailingDays(7, NOW)).toEqual({ from: '2026-11-14', to: '2026-11-20' });
+    expect(trailingDays(7, NOW, '2026-11-20')).toEqual({ from: '2026-11-14', to: '2026-11-20' });
+    expect(trailingDays(7, NOW, '2026-11-18')).toEqual({ from: '2026-11-12', to: '2026-11-18' });
+    expect(trailingDays(180, NOW, '2026-11-21')).toEqual({ from: '2026-05-25', to: '2026-11-20' });
   });
 });
 

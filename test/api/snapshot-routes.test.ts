@@ -73,6 +73,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
     const legacy = await products.create(base('legacy', acme.id, 'live', 'deprecated', 3));
     await products.create(base('next', acme.id, 'live', 'pending_deploy', 4));
     const sand = await products.create(base('sand', acme.id, 'test', 'active', 5));
+    const late = await products.create(base('late', acme.id, 'live', 'active', 10));
     await products.create(base('bravo-core', bravo.id, 'live', 'active', 6));
 
     // core: 200 days ending yesterday. The first day has no APY; one day (06-20) is missing.
@@ -89,6 +90,17 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         dailyPartnerFee: i === 0 ? null : 3_424n,
         dailyServiceFee: i === 0 ? null : 2_054n,
         partnerFeeTotal: BigInt(i) * 3_424n,
+      })),
+    );
+    // late: 40 full days ending 06-26 (no first-day row in the windows).
+    await insertSnapshots(
+      t.db,
+      late.id,
+      daysEnding('2026-06-26', 40).map((date) => ({
+        date,
+        totalAssets: 7_000_000n,
+        underlyingApy: '0.050000',
+        netApy: '0.040000',
       })),
     );
     for (const p of [paused, legacy, sand]) {
@@ -127,7 +139,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       expect(res.statusCode).toBe(200);
       expect(res.headers['cache-control']).toBe('private, max-age=60');
       const data = res.json().data as Array<Record<string, unknown>>;
-      expect(data.map((p) => p.slug)).toEqual(['core', 'legacy', 'next', 'paused']);
+      expect(data.map((p) => p.slug)).toEqual(['core', 'late', 'legacy', 'next', 'paused']);
       const core = data.find((p) => p.slug === 'core')!;
       expect(core).toEqual({
         slug: 'core',
@@ -189,12 +201,11 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         underlying_apy: string;
         net_apy_for_user: string;
       }>;
-      // The window is the `days` days ending today (06-30, no snapshot yet); 06-20 is missing.
-      const window = daysEnding('2026-06-30', days).filter(
-        (d) => d !== '2026-06-20' && d !== '2026-06-30',
-      );
+      // The window is the `days` days ending at the latest finished day (06-29; today, 06-30,
+      // has no snapshot yet); 06-20 is missing, so only the windows that reach it are one short.
+      const window = daysEnding('2026-06-29', days).filter((d) => d !== '2026-06-20');
       expect(rows.map((r) => r.date)).toEqual([...window].reverse());
-      expect(rows.length).toBeLessThanOrEqual(days);
+      expect(rows).toHaveLength(days === 7 ? 7 : days - 1);
       for (const r of rows) expect(r.net_apy_for_user).toMatch(/^-?0\.\d{6}$/);
       expect(rows.some((r) => r.net_apy_for_user === '-0.012000')).toBe(true);
     });
@@ -212,6 +223,16 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       },
     );
 
+    it('ends the window at the newest snapshot when the last days are not written yet', async () => {
+      // `late`: rows up to 06-26 only (the processor is behind): days=7 is still 7 rows.
+      const rows = (await get('/api/partner/products/late/apy-history?days=7')).json().data;
+      expect(rows.map((r: { date: string }) => r.date)).toEqual(
+        daysEnding('2026-06-26', 7).reverse(),
+      );
+      const fees = (await get('/api/partner/products/late/fee-stats')).json().data;
+      expect(fees.map((r: { date: string }) => r.date)).toEqual(daysEnding('2026-06-26', 30));
+    });
+
     it('serves paused and deprecated products; a pending one is 409', async () => {
       expect((await get('/api/partner/products/paused/apy-history')).json().data).toHaveLength(1);
       expect((await get('/api/partner/products/legacy/apy-history')).statusCode).toBe(200);
@@ -222,13 +243,11 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
   });
 
   describe('fee-stats', () => {
-    it('defaults to the 30 days ending today, oldest first, with exact amounts', async () => {
+    it('defaults to the 30 days ending at the latest finished day, oldest first, with exact amounts', async () => {
       const res = await get('/api/partner/products/core/fee-stats');
       expect(res.statusCode).toBe(200);
       const rows = res.json().data as Array<Record<string, string>>;
-      const expected = daysEnding('2026-06-30', 30).filter(
-        (d) => d !== '2026-06-20' && d !== '2026-06-30',
-      );
+      const expected = daysEnding('2026-06-29', 30).filter((d) => d !== '2026-06-20');
       expect(rows.map((r) => r.date)).toEqual(expected);
       const last = rows.at(-1)!;
       expect(last).toEqual({

@@ -4,12 +4,12 @@
  * the events table's foreign keys (migration 0012).
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { IndexedEvent } from '../../src/db/chain-events-copy.ts';
+import { insertEvents } from '../../src/db/chain-events-copy.ts';
 import { copyField, copyText, unescapeCopyField } from '../../src/db/copy-text.ts';
 import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Environment } from '../../src/db/products.ts';
-import type { IndexedEvent } from '../../src/sync/indexer/events.ts';
-import { insertEvents } from '../../src/sync/indexer/store.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 
 describe('COPY text format', () => {

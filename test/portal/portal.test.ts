@@ -501,6 +501,48 @@ describe('audit log', () => {
   });
 });
 
+describe('passkey endpoints', () => {
+  it('answer the page’s script in JSON, with the same session, CSRF and challenge rules', async () => {
+    const anon = h.client();
+    await anon.get('/portal/sign-in');
+    // Registering needs a session.
+    const noSession = await anon.postJson('/portal/passkeys/register/options', {});
+    expect(noSession.status).toBe(401);
+    expect(noSession.json).toMatchObject({ success: false, code: 'unauthorized' });
+    // Every POST needs the CSRF token, these too.
+    const forged = await anon.postJson('/portal/passkeys/sign-in/options', {}, 'forged');
+    expect(forged.status).toBe(403);
+    expect(forged.json).toMatchObject({ success: false, code: 'forbidden' });
+    // Options come with a sealed challenge cookie; an answer without one is refused in words.
+    const options = await anon.postJson('/portal/passkeys/sign-in/options', {});
+    expect(options.json).toMatchObject({ rpId: 'localhost', challenge: expect.any(String) });
+    expect(String(options.headers['set-cookie'])).toMatch(
+      /portal_webauthn=[^;]+;.*HttpOnly.*SameSite=Strict/i,
+    );
+    anon.cookies.delete('portal_webauthn');
+    const stale = await anon.postJson('/portal/passkeys/sign-in', { response: { id: 'x' } });
+    expect(stale.status).toBe(400);
+    expect(stale.json).toMatchObject({
+      message: expect.stringMatching(/expired or was already used/),
+    });
+    // An unknown credential, with a fresh challenge: 401, no session.
+    await anon.postJson('/portal/passkeys/sign-in/options', {});
+    const unknown = await anon.postJson('/portal/passkeys/sign-in', {
+      response: { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: {} },
+    });
+    expect(unknown.status).toBe(401);
+    expect(anon.session).toBeUndefined();
+    // A signed-in member gets registration options for their own account.
+    const c = await h.signedIn(email('pk'));
+    await c.get('/portal/live/account');
+    const reg = await c.postJson('/portal/passkeys/register/options', {});
+    expect(reg.json).toMatchObject({
+      rp: { id: 'localhost', name: 'Partner portal' },
+      user: { name: `pk-${n}@example.com` },
+    });
+  });
+});
+
 describe('sign-in rate limit', () => {
   it('limits sign-in attempts per client address', async () => {
     const limited = await portalHarness({ signInLimit: { max: 3, windowMs: 60_000 } });

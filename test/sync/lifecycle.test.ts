@@ -12,7 +12,6 @@ import {
   parseTransaction,
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSnapshotReads } from '../../src/api/read-model.ts';
 import { createChainClient } from '../../src/chain/client.ts';
 import { engineConstructorArgs } from '../../src/chain/deploy.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
@@ -20,12 +19,13 @@ import { yieldEngineBytecode } from '../../src/chain/generated/YieldEngine.ts';
 import { operatorWallet } from '../../src/chain/send-engine-call.ts';
 import { createEventsRepo, dedupeKey } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductDeploysRepo } from '../../src/db/product-deploys.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { createSnapshotReads } from '../../src/db/snapshot-reads.ts';
 import { createSnapshotsRepo } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
 import { deprecateProduct } from '../../src/sync/lifecycle/operator-commands.ts';
-import { createDeployStore } from '../../src/sync/lifecycle/store.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import {
   type Fixture,
@@ -318,7 +318,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
   });
   it('skips a held product; rebroadcasts a deployment recorded but never sent (a crash) instead of signing another', async () => {
     const repo = createProductsRepo(t.db);
-    const store = createDeployStore(t.db);
+    const store = createProductDeploysRepo(t.db);
     const base = { ...product, slug: `next-${engine}` };
     const next = await repo.create({
       ...base,
@@ -367,7 +367,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
   });
   it('deploys several pending products of one tick with distinct consecutive nonces, never anew', async () => {
     const repo = createProductsRepo(t.db);
-    const store = createDeployStore(t.db);
+    const store = createProductDeploysRepo(t.db);
     const slugs = [0, 1, 2].map((i) => `multi-${i}-${engine}`);
     const created: Product[] = [];
     for (const s of slugs) {
@@ -471,7 +471,7 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
   });
   it('redoes a recorded deployment only once another transaction took its nonce at depth', async () => {
     const repo = createProductsRepo(t.db);
-    const store = createDeployStore(t.db);
+    const store = createProductDeploysRepo(t.db);
     const lost = await repo.create({
       ...product,
       slug: `lost-${engine}`,

@@ -9,12 +9,12 @@
 import { Decimal } from 'decimal.js';
 import { type Address, decodeEventLog } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSnapshotReads } from '../../src/api/read-model.ts';
 import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../../src/chain/client.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import type { Product } from '../../src/db/products.ts';
+import { createSnapshotReads } from '../../src/db/snapshot-reads.ts';
 import { createSnapshotsRepo, type Snapshot } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { readProvisionalSnapshot } from '../../src/sync/metrics/provisional.ts';

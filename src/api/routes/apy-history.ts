@@ -1,12 +1,16 @@
-/** GET /api/partner/products/{slug}/apy-history?days=7|30|180: one row per measured day, newest first. */
+/**
+ * GET /api/partner/products/{slug}/apy-history?days=7|30|180: one row per measured day, newest
+ * first, over the `days` days ending at the latest finished day (the newest day with a final
+ * snapshot, never today): N rows when N days of history exist; a day without a snapshot is absent.
+ */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { trailingDays } from '../date-range.ts';
 import { ApiError } from '../errors.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const ALLOWED_DAYS = [7, 30, 180] as const;
@@ -43,7 +47,11 @@ export function apyHistoryRoute(deps: {
           params: SlugParams,
           querystring: Type.Object({
             days: Type.Optional(
-              Type.String({ enum: ['7', '30', '180'], description: 'Default 30' }),
+              Type.String({
+                enum: ['7', '30', '180'],
+                description:
+                  'Window length in days, ending at the latest finished day (the newest day with a snapshot; today never has one). Default 30.',
+              }),
             ),
           }),
           response: { 200: Ok(Type.Array(ApyHistoryRow)) },
@@ -61,7 +69,9 @@ export function apyHistoryRoute(deps: {
           request.params.slug,
           'deployed',
         );
-        const { from, to } = trailingDays(days, now());
+        // The window ends at the latest finished day (date-range.ts): N rows when N days exist.
+        const latest = await deps.snapshots.latestFinalDate(product.id);
+        const { from, to } = trailingDays(days, now(), latest);
         reply.header('cache-control', 'private, max-age=300');
         await sendCachedJson(
           deps.cache,

@@ -6,12 +6,12 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';
 import { feeStatsRange } from '../date-range.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const FeeStatsRow = Type.Object(
@@ -47,8 +47,17 @@ export function feeStatsRoute(deps: {
         schema: {
           params: SlugParams,
           querystring: Type.Object({
-            start_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, UTC, inclusive' })),
-            end_date: Type.Optional(Type.String({ description: 'YYYY-MM-DD, UTC, inclusive' })),
+            start_date: Type.Optional(
+              Type.String({
+                description:
+                  'YYYY-MM-DD, UTC, inclusive. Alone: up to today. Neither date: the 30 days ending at the latest finished day (the newest day with a snapshot; today never has one).',
+              }),
+            ),
+            end_date: Type.Optional(
+              Type.String({
+                description: 'YYYY-MM-DD, UTC, inclusive. Alone: the 30 days ending then.',
+              }),
+            ),
           }),
           response: { 200: Ok(Type.Array(FeeStatsRow)) },
         },
@@ -64,13 +73,21 @@ export function feeStatsRoute(deps: {
         },
       },
       async (request, reply) => {
-        const { from, to } = feeStatsRange(request.query.start_date, request.query.end_date, now());
+        const { start_date: start, end_date: end } = request.query;
+        // Dates are checked before the slug (DECISIONS: request shape, then slug).
+        feeStatsRange(start, end, now());
         const product = await resolveProduct(
           deps.products,
           partnerOf(request),
           request.params.slug,
           'deployed',
         );
+        // Without dates the window is the 30 days ending at the latest finished day.
+        const latest =
+          start === undefined && end === undefined
+            ? await deps.snapshots.latestFinalDate(product.id)
+            : undefined;
+        const { from, to } = feeStatsRange(start, end, now(), latest);
         reply.header('cache-control', 'private, max-age=300');
         await sendCachedJson(
           deps.cache,

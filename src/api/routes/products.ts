@@ -4,11 +4,11 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { Product as ProductRecord, ProductsRepo } from '../../db/products.ts';
+import type { SnapshotReads, SnapshotView } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import type { SnapshotReads, SnapshotView } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 const Apy = (description: string) =>

@@ -5,11 +5,11 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { parseAmount, projectYield } from '../../money/index.ts';
 import { ApiError } from '../errors.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { resolveProduct } from '../product-access.ts';
-import type { SnapshotReads } from '../read-model.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const YieldProjection = Type.Object(

@@ -9,7 +9,7 @@ import {
   sessionOf,
 } from '../context.ts';
 import { html } from '../html.ts';
-import { page } from '../layout.ts';
+import { page, time } from '../layout.ts';
 import { sessionCookieOptions } from './sign-in.ts';
 
 export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
@@ -19,7 +19,9 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
     app.get<{ Params: { env: string } }>('/:env/account', async (request, reply) => {
       const env = envParam(request);
       const { member } = sessionOf(request);
+      const passkeys = await ctx.passkeys.listFor(member.id);
       const csrf = reply.generateCsrf();
+      const q = request.query as { passkey?: string };
       return sendPage(
         reply,
         page({
@@ -29,7 +31,29 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
           member,
           env,
           section: 'account',
+          notice: q.passkey === 'added' ? 'Passkey added. Next time, sign in with it.' : undefined,
           body: html`<p class="lead">Signed in as <strong>${member.email}</strong>, ${member.role} of ${member.partnerName}.</p>
+<section class="panel" aria-labelledby="passkeys-heading">
+  <h2 id="passkeys-heading">Passkeys</h2>
+  <p>A passkey signs you in with your device's screen lock or a security key, without waiting for an email.</p>
+  ${
+    passkeys.length === 0
+      ? html`<div class="empty"><strong>No passkeys yet</strong>Add one to sign in without an email link.</div>`
+      : html`<table>
+    <caption class="visually-hidden">Your passkeys</caption>
+    <thead><tr><th scope="col">Name</th><th scope="col">Added</th><th scope="col">Last used</th></tr></thead>
+    <tbody>${passkeys.map((p) => html`<tr><td>${p.name}</td><td>${time(p.createdAt)}</td><td>${time(p.lastUsedAt, 'Never')}</td></tr>`)}</tbody>
+  </table>`
+  }
+  <div id="passkey-register" class="inline passkey-form" data-options="${base()}/passkeys/register/options" data-verify="${base()}/passkeys/register" data-csrf="${csrf}" data-done="${base()}/${env}/account?passkey=added">
+    <div class="field">
+      <label for="passkey-name">Name of the new passkey</label>
+      <input type="text" id="passkey-name" maxlength="64" placeholder="e.g. Work laptop">
+    </div>
+    <button type="button" data-passkey-register>Add a passkey</button>
+    <p class="hint" id="passkey-status" role="status"></p>
+  </div>
+</section>
 <section class="panel" aria-labelledby="sessions-heading">
   <h2 id="sessions-heading">Sessions</h2>
   <p>Sessions end after a period without activity. Lost a laptop? End every session, including this one.</p>

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
 import { html } from '../html.ts';
-import { page, when } from '../layout.ts';
+import { page, time } from '../layout.ts';
 import { can } from '../roles.ts';
 
 const ACTION_LABEL: Record<string, string> = {
@@ -48,7 +48,7 @@ ${
   <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Env</th><th scope="col">Details</th><th scope="col">From</th></tr></thead>
   <tbody>${entries.map(
     (e) =>
-      html`<tr><td>${when(e.createdAt)}</td><td>${e.actor}</td><td>${ACTION_LABEL[e.action] ?? e.action}</td><td>${e.environment ?? '—'}</td><td><code>${e.target ?? ''}</code></td><td>${e.ip ?? '—'}</td></tr>`,
+      html`<tr><td>${time(e.createdAt)}</td><td>${e.actor}</td><td class="nowrap">${ACTION_LABEL[e.action] ?? e.action}</td><td>${e.environment ?? '—'}</td><td><code>${e.target ?? ''}</code></td><td>${e.ip ?? '—'}</td></tr>`,
   )}</tbody>
 </table>`
 }`,

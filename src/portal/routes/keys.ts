@@ -24,7 +24,7 @@ import {
   sessionOf,
 } from '../context.ts';
 import { type Html, html } from '../html.ts';
-import { page, when } from '../layout.ts';
+import { page, time, when } from '../layout.ts';
 import { canManageKeys } from '../roles.ts';
 
 const NAME_MAX = 64;
@@ -60,12 +60,12 @@ function keyRow(base: string, env: Environment, k: ApiKeyListing, manage: boolea
   const name = k.name ?? 'Unnamed key';
   return html`<tr>
   <td>${name}</td>
-  <td><code>${maskKey(k.prefix, k.last4)}</code></td>
-  <td>${when(k.createdAt)}<br><span class="hint">by ${k.createdByEmail ?? 'the operator'}</span></td>
-  <td>${when(k.lastUsedAt, 'Never')}</td>
+  <td class="nowrap"><code>${maskKey(k.prefix, k.last4)}</code></td>
+  <td>${time(k.createdAt)}<br><span class="hint">by ${k.createdByEmail ?? 'the operator'}</span></td>
+  <td>${time(k.lastUsedAt, 'Never')}</td>
   <td><span class="status status-${status}">${STATUS_LABEL[status]}</span>${
-    status === 'expiring' ? html`<br><span class="hint">until ${when(k.revokedAt)}</span>` : ''
-  }${status === 'revoked' ? html`<br><span class="hint">${when(k.revokedAt)}</span>` : ''}</td>
+    status === 'expiring' ? html`<br><span class="hint">until ${time(k.revokedAt)}</span>` : ''
+  }${status === 'revoked' ? html`<br><span class="hint">${time(k.revokedAt)}</span>` : ''}</td>
   <td class="actions">${
     manage && status !== 'revoked'
       ? html`${status === 'active' ? html`<a href="${base}/${env}/keys/${k.id}/roll" aria-label="Roll ${name}">Roll</a>` : ''}<a href="${base}/${env}/keys/${k.id}/revoke" aria-label="Revoke ${name}">Revoke</a>`

@@ -62,7 +62,11 @@ export function signInPage(
   </div>
   <button type="submit">Email me a sign-in link</button>
 </form>
-`,
+<div class="divider">or</div>
+<div id="passkey-sign-in" data-options="${base}/passkeys/sign-in/options" data-verify="${base}/passkeys/sign-in" data-csrf="${csrf}">
+  <button type="button" class="secondary" data-passkey-sign-in>Sign in with a passkey</button>
+  <p class="hint" id="passkey-status" role="status"></p>
+</div>`,
   });
 }
 

@@ -22,7 +22,7 @@ import {
   sessionOf,
 } from '../context.ts';
 import { html } from '../html.ts';
-import { page, when } from '../layout.ts';
+import { page, time } from '../layout.ts';
 import { can, canManageRole } from '../roles.ts';
 import { inviteMember, mailSignInLink } from '../sign-in-links.ts';
 
@@ -88,7 +88,7 @@ ${
     (m) => html`<tr>
     <td>${m.email}${m.id === member.id ? html` <span class="hint">(you)</span>` : ''}</td>
     <td>${m.role}</td>
-    <td>${when(m.createdAt)}</td>
+    <td>${time(m.createdAt)}</td>
     <td class="actions">${
       manage && m.id !== member.id && canManageRole(member.role, m.role)
         ? html`<a href="${base()}/${env}/team/${m.id}/remove" aria-label="Remove ${m.email}">Remove</a>`

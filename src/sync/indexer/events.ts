@@ -6,30 +6,11 @@
 import { encodeFunctionData, getAddress, type Hex, hexToBigInt, numberToHex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import { yieldEngineAbi } from '../../chain/generated/YieldEngine.ts';
+import type { IndexedEvent, LifecycleEventType } from '../../db/chain-events-copy.ts';
 import type { Product } from '../../db/products.ts';
 import { formatUnits } from '../../money/units.ts';
 import type { Header } from './blocks.ts';
 import { type RawLog, TOPICS } from './logs.ts';
-
-export type LifecycleEventType = 'deposit.confirmed' | 'redeem.confirmed' | 'redeem.requested';
-
-/** One row for the events table. */
-export interface IndexedEvent {
-  partnerId: string;
-  environment: Product['environment'];
-  productId: string;
-  /** With chainId, txHash and logIndex: the event's dedupe key (events_chain_log). */
-  eventType: LifecycleEventType;
-  /** The exact JSON text that is stored, signed and sent. */
-  payload: string;
-  /** Block time, ISO 8601 UTC (`YYYY-MM-DDTHH:MM:SSZ`, as in the payload). */
-  occurredAt: string;
-  chainId: number;
-  blockNumber: bigint;
-  blockHash: Hex;
-  txHash: Hex;
-  logIndex: number;
-}
 
 /** Block time as `YYYY-MM-DDTHH:MM:SSZ` (block times are whole seconds; no `.000`). */
 export function isoSeconds(unixSeconds: number): string {

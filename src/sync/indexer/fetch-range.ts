@@ -8,12 +8,12 @@
  */
 import type { Hex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
+import { type PreparedEvents, prepareEvents } from '../../db/chain-events-copy.ts';
 import type { Cursor } from '../../db/cursors.ts';
 import type { Product } from '../../db/products.ts';
 import { getHeader, getHeaders } from './blocks.ts';
 import { buildEvents, readSettlementTimes } from './events.ts';
 import { getEngineLogs } from './logs.ts';
-import { type PreparedEvents, prepareEvents } from './store.ts';
 
 /** The chain changed under a range (a log's block hash differs from its header's): retry it. */
 export class ChainMovedError extends Error {

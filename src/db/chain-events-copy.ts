@@ -12,10 +12,32 @@
  * chain order, so seq follows it. A chain-log event's key is its columns (events_chain_log), so no
  * dedupe_key text is written.
  */
-import type { Queryable } from '../../db/client.ts';
-import { copyField, unescapeCopyField } from '../../db/copy-text.ts';
-import { newId } from '../../ids.ts';
-import type { IndexedEvent } from './events.ts';
+import type { Hex } from 'viem';
+import { newId } from '../ids.ts';
+import type { Queryable } from './client.ts';
+import { copyField, unescapeCopyField } from './copy-text.ts';
+import type { Product } from './products.ts';
+
+/** The events a chain log becomes (the indexer builds them: src/sync/indexer/events.ts). */
+export type LifecycleEventType = 'deposit.confirmed' | 'redeem.confirmed' | 'redeem.requested';
+
+/** One row for the events table. */
+export interface IndexedEvent {
+  partnerId: string;
+  environment: Product['environment'];
+  productId: string;
+  /** With chainId, txHash and logIndex: the event's dedupe key (events_chain_log). */
+  eventType: LifecycleEventType;
+  /** The exact JSON text that is stored, signed and sent. */
+  payload: string;
+  /** Block time, ISO 8601 UTC (`YYYY-MM-DDTHH:MM:SSZ`, as in the payload). */
+  occurredAt: string;
+  chainId: number;
+  blockNumber: bigint;
+  blockHash: Hex;
+  txHash: Hex;
+  logIndex: number;
+}
 
 export const DEFAULT_INSERT_CHUNK = 1_000;
 

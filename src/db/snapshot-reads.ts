@@ -1,5 +1,5 @@
 /**
- * The API's read side of daily snapshots: the few queries the endpoints need, shaped for them.
+ * The API's read side of daily snapshots (the writes are snapshots.ts): the few queries the endpoints need, shaped for them.
  * Amounts stay exact (numeric → string → bigint); APYs are the stored 6-place decimal strings.
  *
  * The first snapshot of a product has no previous day, so it has no APY and no daily figures; it
@@ -8,7 +8,7 @@
  * by the day's real row when the day closes): latest_metrics serves it (as_of_date = deployment
  * day, APYs null), apy-history, fee-stats and yield-calc's latest APY never do.
  */
-import type { Queryable } from '../db/client.ts';
+import type { Queryable } from './client.ts';
 
 export interface SnapshotView {
   date: string;
@@ -61,6 +61,19 @@ export function createSnapshotReads(db: Queryable) {
       return new Map(rows.map((r) => [r.product_id, toView(r)]));
     },
 
+    /**
+     * The date of the newest final (not provisional) snapshot: the latest finished day, where
+     * trailing windows end (date-range.ts).
+     */
+    async latestFinalDate(productId: string): Promise<string | undefined> {
+      const { rows } = await db.query<{ date: string }>(
+        `SELECT date FROM daily_snapshots WHERE product_id = $1 AND NOT provisional
+         ORDER BY date DESC LIMIT 1`,
+        [productId],
+      );
+      return rows[0]?.date;
+    },
+
     /** The latest measured net APY (the first day has none). */
     async latestNetApy(productId: string): Promise<string | undefined> {
       const { rows } = await db.query<{ net_apy_for_user: string }>(
@@ -96,6 +109,17 @@ export function createSnapshotReads(db: Queryable) {
       return rows.map(toView);
     },
   };
+}
+
+/**
+ * The read model's version (data_versions, bumped by triggers on every visible change to products,
+ * snapshots and keys): the API's read cache serves nothing older.
+ */
+export async function readModelVersion(db: Queryable): Promise<string | undefined> {
+  const { rows } = await db.query<{ version: string }>(
+    "SELECT version FROM data_versions WHERE name = 'read_model'",
+  );
+  return rows[0]?.version;
 }
 
 export type SnapshotReads = ReturnType<typeof createSnapshotReads>;

@@ -1,11 +1,11 @@
 /**
- * Lifecycle-only columns of the products table (migration 0005): the deploy hold and the signed
- * deployment transaction. Kept beside the lifecycle rather than in the products repository because
- * nothing else reads them.
+ * The deployment columns of the products table (migration 0005): the deploy hold and the signed
+ * deployment transaction. The lifecycle's deployer writes them; the operator commands (hold,
+ * release) and the demo provisioning read and set them.
  */
-import type { Queryable } from '../../db/client.ts';
+import type { Queryable } from './client.ts';
 
-export function createDeployStore(db: Queryable) {
+export function createProductDeploysRepo(db: Queryable) {
   return {
     /**
      * Records the signed deployment before it is broadcast. Only a pending product with no
@@ -66,4 +66,4 @@ export function createDeployStore(db: Queryable) {
   };
 }
 
-export type DeployStore = ReturnType<typeof createDeployStore>;
+export type ProductDeploysRepo = ReturnType<typeof createProductDeploysRepo>;

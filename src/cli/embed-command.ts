@@ -1,0 +1,93 @@
+/**
+ * `yield-service embed show|origins`: the embed settings of a partner environment — its public
+ * embed id and the parent origins allowed to frame the embed (sent as CSP frame-ancestors).
+ */
+import { type Command, InvalidArgumentError } from 'commander';
+import {
+  createEmbedSettingsRepo,
+  type EmbedSettings,
+  normaliseOrigin,
+} from '../db/embed-settings.ts';
+import { createPartnersRepo } from '../db/partners.ts';
+import type { Environment } from '../db/products.ts';
+import { CommandError, commandConfig, print, printJson, withDatabase } from './shared.ts';
+
+function environment(raw: string): Environment {
+  if (raw !== 'live' && raw !== 'test') throw new InvalidArgumentError('must be live or test');
+  return raw;
+}
+
+function origin(raw: string, previous: string[] = []): string[] {
+  const r = normaliseOrigin(raw);
+  if ('error' in r) throw new InvalidArgumentError(r.error);
+  return [...previous, r.origin];
+}
+
+const asJson = (s: EmbedSettings) => ({
+  partner: s.partnerName,
+  environment: s.environment,
+  embed_id: s.embedId,
+  allowed_origins: s.allowedOrigins,
+  updated_at: s.updatedAt,
+});
+
+function printSettings(s: EmbedSettings, json: boolean) {
+  if (json) return printJson(asJson(s));
+  print(`Embed of ${s.partnerName} (${s.environment}): ${s.embedId}`);
+  print(
+    s.allowedOrigins.length === 0
+      ? 'Allowed origins: none (no page may frame the embed)'
+      : `Allowed origins:\n${s.allowedOrigins.map((o) => `  ${o}`).join('\n')}`,
+  );
+}
+
+type Change = (current: readonly string[]) => string[];
+
+async function change(
+  opts: { partner: string; env: Environment; json: boolean },
+  fn: Change | undefined,
+) {
+  const settings = await withDatabase(commandConfig(), async (db) => {
+    const partner = await createPartnersRepo(db).findByName(opts.partner);
+    if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
+    const repo = createEmbedSettingsRepo(db);
+    const current = await repo.get(partner.id, opts.env);
+    if (!current) throw new CommandError('this partner environment has no embed settings');
+    if (!fn) return current;
+    return (await repo.setOrigins(partner.id, opts.env, fn(current.allowedOrigins)))!;
+  });
+  printSettings(settings, opts.json);
+}
+
+export function registerEmbedCommand(program: Command): void {
+  const embed = program.command('embed').description('embed settings of a partner environment');
+  const target = (c: Command) =>
+    c
+      .requiredOption('--partner <name>', 'partner name')
+      .requiredOption('--env <env>', 'live or test', environment)
+      .option('--json', 'print JSON', false);
+
+  target(embed.command('show'))
+    .description('print the public embed id and the allowed parent origins')
+    .action((opts) => change(opts, undefined));
+
+  const origins = embed.command('origins').description('parent origins allowed to frame the embed');
+  target(origins.command('add'))
+    .description('allow a parent origin (repeat --origin for several)')
+    .requiredOption('--origin <origin>', 'https://host[:port]', origin)
+    .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
+      change(opts, (current) => [...current, ...opts.origin]),
+    );
+  target(origins.command('remove'))
+    .description('stop allowing a parent origin')
+    .requiredOption('--origin <origin>', 'https://host[:port]', origin)
+    .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
+      change(opts, (current) => current.filter((o) => !opts.origin.includes(o))),
+    );
+  target(origins.command('set'))
+    .description('replace the allowed parent origins (no --origin: none)')
+    .option('--origin <origin>', 'https://host[:port]', origin)
+    .action((opts: { partner: string; env: Environment; json: boolean; origin?: string[] }) =>
+      change(opts, () => opts.origin ?? []),
+    );
+}

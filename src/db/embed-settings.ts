@@ -1,0 +1,93 @@
+/**
+ * Repository of embed_settings: per partner environment, the public embed id and the parent
+ * origins allowed to frame the embed. Every partner environment has its row (created by trigger
+ * with the partner); this repository reads it and replaces its origin list.
+ */
+import type { Queryable } from './client.ts';
+import type { Environment } from './products.ts';
+
+export interface EmbedSettings {
+  partnerId: string;
+  partnerName: string;
+  environment: Environment;
+  /** Public: it names a partner environment, it grants nothing. */
+  embedId: string;
+  /** Exact origins (`scheme://host[:port]`), sorted. */
+  allowedOrigins: string[];
+  updatedAt: Date;
+}
+
+interface Row {
+  partner_id: string;
+  partner_name: string;
+  environment: Environment;
+  embed_id: string;
+  allowed_origins: string[];
+  updated_at: Date;
+}
+
+const toSettings = (r: Row): EmbedSettings => ({
+  partnerId: r.partner_id,
+  partnerName: r.partner_name,
+  environment: r.environment,
+  embedId: r.embed_id,
+  allowedOrigins: [...r.allowed_origins].sort(),
+  updatedAt: r.updated_at,
+});
+
+const SELECT = `SELECT s.*, p.name AS partner_name FROM embed_settings s JOIN partners p ON p.id = s.partner_id`;
+
+/**
+ * An origin as the browser sends it: `http(s)://host[:port]`, no path, query, fragment or
+ * credentials; default ports dropped, host lowercased. Anything else is refused with the reason.
+ */
+export function normaliseOrigin(raw: string): { origin: string } | { error: string } {
+  let u: URL;
+  try {
+    u = new URL(raw.trim());
+  } catch {
+    return { error: `"${raw}" is not a URL; write an origin such as https://wallet.example.com` };
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') {
+    return { error: `"${raw}" must start with https:// (or http:// for a local page)` };
+  }
+  if (u.username || u.password || u.search || u.hash || (u.pathname !== '/' && u.pathname !== '')) {
+    return { error: `"${raw}" is not an origin: no path, query, fragment or credentials` };
+  }
+  if (raw.includes('*')) return { error: `"${raw}": wildcards are not accepted, list each origin` };
+  return { origin: u.origin };
+}
+
+export function createEmbedSettingsRepo(db: Queryable) {
+  return {
+    async get(partnerId: string, environment: Environment): Promise<EmbedSettings | undefined> {
+      const { rows } = await db.query<Row>(
+        `${SELECT} WHERE s.partner_id = $1 AND s.environment = $2`,
+        [partnerId, environment],
+      );
+      return rows[0] && toSettings(rows[0]);
+    },
+
+    async findByEmbedId(embedId: string): Promise<EmbedSettings | undefined> {
+      const { rows } = await db.query<Row>(`${SELECT} WHERE s.embed_id = $1`, [embedId]);
+      return rows[0] && toSettings(rows[0]);
+    },
+
+    /** Replaces the allowed origins (already normalised); answers the row as stored. */
+    async setOrigins(
+      partnerId: string,
+      environment: Environment,
+      origins: readonly string[],
+    ): Promise<EmbedSettings | undefined> {
+      const unique = [...new Set(origins)].sort();
+      const { rows } = await db.query<{ partner_id: string }>(
+        `UPDATE embed_settings SET allowed_origins = $3::text[], updated_at = now()
+         WHERE partner_id = $1 AND environment = $2 RETURNING partner_id`,
+        [partnerId, environment, unique],
+      );
+      return rows[0] ? this.get(partnerId, environment) : undefined;
+    },
+  };
+}
+
+export type EmbedSettingsRepo = ReturnType<typeof createEmbedSettingsRepo>;

@@ -1,0 +1,101 @@
+/**
+ * `yield-service embed show|origins add|remove|set`, run in this process (the same commander
+ * program the bin runs; a child process per command costs seconds each on a loaded machine) on a
+ * PGlite DATA_DIR made from the migrated template.
+ */
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { registerEmbedCommand } from '../../src/cli/embed-command.ts';
+import { registerPartnerCommand } from '../../src/cli/partner-command.ts';
+import { freshDatabase } from '../helpers/db.ts';
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-embed-cli-'));
+const saved = { DATA_DIR: process.env.DATA_DIR, DATABASE_URL: process.env.DATABASE_URL };
+
+beforeAll(async () => {
+  const t = await freshDatabase('pglite');
+  await t.db.close();
+  renameSync(t.location, path.join(dataDir, 'pglite'));
+  process.env.DATA_DIR = dataDir;
+  delete process.env.DATABASE_URL;
+});
+afterAll(() => {
+  for (const [k, v] of Object.entries(saved)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Runs one command; answers its stdout, or the error it ended with. */
+async function cli(args: string[]): Promise<{ out: string; error?: string }> {
+  const program = new Command('yield-service').exitOverride();
+  program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  registerPartnerCommand(program);
+  registerEmbedCommand(program);
+  for (const c of program.commands) c.exitOverride();
+  let out = '';
+  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    out += String(chunk);
+    return true;
+  });
+  try {
+    await program.parseAsync(['node', 'yield-service', ...args]);
+    return { out };
+  } catch (err) {
+    return { out, error: (err as Error).message };
+  } finally {
+    write.mockRestore();
+  }
+}
+
+describe('embed command', () => {
+  it('shows the embed id and manages the allowed origins of one partner environment', async () => {
+    expect((await cli(['partner', 'create', '--name', 'Acme'])).error).toBeUndefined();
+
+    const shown = await cli(['embed', 'show', '--partner', 'Acme', '--env', 'live', '--json']);
+    const live = JSON.parse(shown.out);
+    expect(live).toMatchObject({ partner: 'Acme', environment: 'live', allowed_origins: [] });
+    expect(live.embed_id).toMatch(/^emb_[0-9a-f]{32}$/);
+
+    const added = await cli([
+      ...['embed', 'origins', 'add', '--partner', 'Acme', '--env', 'live'],
+      ...['--origin', 'https://Wallet.Example/', '--origin', 'http://localhost:5173', '--json'],
+    ]);
+    expect(JSON.parse(added.out)).toMatchObject({
+      embed_id: live.embed_id, // the id never changes with the origins
+      allowed_origins: ['http://localhost:5173', 'https://wallet.example'],
+    });
+
+    const removed = await cli([
+      ...['embed', 'origins', 'remove', '--partner', 'Acme', '--env', 'live'],
+      ...['--origin', 'http://localhost:5173'],
+    ]);
+    expect(removed.out).toContain(`Embed of Acme (live): ${live.embed_id}`);
+    expect(removed.out).toContain('  https://wallet.example');
+    expect(removed.out).not.toContain('localhost');
+
+    const cleared = await cli(['embed', 'origins', 'set', '--partner', 'Acme', '--env', 'live']);
+    expect(cleared.out).toContain('Allowed origins: none');
+
+    // The other environment is separate: its own id, no origins.
+    const test = JSON.parse(
+      (await cli(['embed', 'show', '--partner', 'Acme', '--env', 'test', '--json'])).out,
+    );
+    expect(test.embed_id).not.toBe(live.embed_id);
+    expect(test.allowed_origins).toEqual([]);
+  });
+
+  it('refuses what is not an origin, and an unknown partner, saying why', async () => {
+    const bad = await cli([
+      ...['embed', 'origins', 'add', '--partner', 'Acme', '--env', 'live'],
+      ...['--origin', 'https://wallet.example/checkout'],
+    ]);
+    expect(bad.error).toMatch(/is not an origin/);
+    const unknown = await cli(['embed', 'show', '--partner', 'Nobody', '--env', 'live']);
+    expect(unknown.error).toMatch(/no partner named "Nobody"/);
+  });
+});

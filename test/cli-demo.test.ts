@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '../src/db/client.ts';
+import { outboundPayloadError } from '../src/webhooks/event-catalogue.ts';
 import { secretFingerprint } from '../src/webhooks/secret-box.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
@@ -152,6 +153,14 @@ describe('the demo', { timeout: 240_000 }, () => {
       expect(counts['product.deployed']).toBe(4);
       expect(counts.vault_pause).toBe(4);
       expect(counts['deposit.confirmed']).toBeGreaterThan(0);
+      // Every stored event fits its type's schema in the outbound event catalogue.
+      const stored = await db.query<{ id: string; event_type: string; payload: string }>(
+        'SELECT id, event_type, payload FROM events ORDER BY seq',
+      );
+      const misfits = stored.rows
+        .map((r) => [r.id, outboundPayloadError(r.event_type, JSON.parse(r.payload))])
+        .filter(([, error]) => error !== undefined);
+      expect(misfits).toEqual([]);
       // The inbound secrets of the credentials file are the stored ones (by fingerprint).
       const inbound = await db.query<{ fingerprint: string }>(
         'SELECT secret_fingerprint AS fingerprint FROM inbound_secrets ORDER BY 1',

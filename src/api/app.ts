@@ -25,6 +25,7 @@ import { embedPlugin } from '../embed/plugin.ts';
 import type { Logger } from '../logger.ts';
 import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
 import type { Redis } from '../redis.ts';
+import { openApiWebhooks } from '../webhooks/event-catalogue.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { createChainReader } from './chain-reader.ts';
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts';
@@ -210,7 +211,7 @@ export async function buildApp(deps: AppDeps) {
 
   // The OpenAPI document is generated from the schemas the routes validate and serialise with,
   // so it cannot drift from what the API does. Registered before the routes it describes.
-  await app.register(swagger, { openapi: OPENAPI_BASE });
+  await app.register(swagger, { openapi: { ...OPENAPI_BASE, webhooks: openApiWebhooks() } });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

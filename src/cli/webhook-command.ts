@@ -21,6 +21,7 @@ import {
   type WebhookDestination,
 } from '../db/webhook-destinations.ts';
 import { DestinationUrlError } from '../webhooks/destination-url.ts';
+import { OUTBOUND_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import {
   createSecretBox,
   MasterKeyError,
@@ -29,17 +30,6 @@ import {
   secretFingerprint,
 } from '../webhooks/secret-box.ts';
 import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
-
-/** The outbound event types the service emits: what a destination may subscribe to. */
-export const OUTBOUND_EVENT_TYPES = [
-  'deposit.confirmed',
-  'redeem.requested',
-  'redeem.confirmed',
-  'apy_change',
-  'tvl_alert',
-  'vault_pause',
-  'product.deployed',
-] as const;
 
 type Env = 'live' | 'test';
 

@@ -50,6 +50,7 @@ import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import { createSnapshotsRepo } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
+import { outboundPayload } from '../webhooks/event-catalogue.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import { applyPauseReasons } from './lifecycle/status.ts';
 import { readProvisionalSnapshot } from './metrics/provisional.ts';
@@ -214,14 +215,14 @@ export function createLifecycle(options: LifecycleOptions) {
         productId: p.id,
         eventType: 'product.deployed',
         dedupeKey: dedupeKey.productDeployed(p.slug),
-        payload: {
+        payload: outboundPayload('product.deployed', {
           slug: p.slug,
           chain_id: chain.chainId,
           engine_contract_address: engine,
           underlying_vault_address: p.underlyingVaultAddress,
           status: 'active',
           occurred_at: at.toISOString(),
-        },
+        }),
         occurredAt: at,
       });
       // Unless the processor already wrote the day's real row (it never gives way to this one).

@@ -5,6 +5,7 @@
 import type { Database } from '../../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../../db/events.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../db/products.ts';
+import { outboundPayload } from '../../webhooks/event-catalogue.ts';
 
 export interface PauseReasons {
   operatorPaused?: boolean;
@@ -41,7 +42,7 @@ export async function applyPauseReasons(
         environment: product.environment,
         productId: product.id,
         eventType: 'vault_pause',
-        payload: { slug: product.slug, status: 'paused' },
+        payload: outboundPayload('vault_pause', { slug: product.slug, status: 'paused' }),
         occurredAt: now,
       };
       const day = utcDate(now);

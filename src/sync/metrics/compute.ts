@@ -14,6 +14,7 @@ import {
   formatUnits,
   sharePrice,
 } from '../../money/index.ts';
+import { outboundPayload } from '../../webhooks/event-catalogue.ts';
 import { daysBetween } from '../day-boundary.ts';
 
 /**
@@ -127,13 +128,13 @@ export function dailyAlerts(
   if (pa !== null && ca !== null && exceedsThreshold(pa, ca, APY_CHANGE_THRESHOLD_PCT)) {
     alerts.push({
       eventType: 'apy_change',
-      payload: {
+      payload: outboundPayload('apy_change', {
         slug,
         previous_apy: decimalToJsonNumber(pa),
         current_apy: decimalToJsonNumber(ca),
         change_pct: decimalToJsonNumber(changePct(pa, ca)!),
         date: cur.date,
-      },
+      }),
     });
   }
   const pt = prev.engineTotalAssets;
@@ -141,13 +142,13 @@ export function dailyAlerts(
   if (exceedsThreshold(pt, ct, TVL_ALERT_THRESHOLD_PCT)) {
     alerts.push({
       eventType: 'tvl_alert',
-      payload: {
+      payload: outboundPayload('tvl_alert', {
         slug,
         previous_tvl: formatUnits(pt, assetDecimals),
         current_tvl: formatUnits(ct, assetDecimals),
         change_pct: decimalToJsonNumber(changePct(pt, ct)!),
         date: cur.date,
-      },
+      }),
     });
   }
   return alerts;

@@ -1,0 +1,8 @@
+/** Writes docs/webhooks-events.md from the outbound event catalogue, formatted as biome formats it. */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { renderEventsMarkdown } from '../src/webhooks/event-docs.ts';
+
+const file = new URL('../docs/webhooks-events.md', import.meta.url);
+writeFileSync(file, renderEventsMarkdown());
+execFileSync('npx', ['biome', 'format', '--write', file.pathname], { stdio: 'inherit' });

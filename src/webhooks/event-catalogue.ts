@@ -1,0 +1,388 @@
+/**
+ * The outbound event catalogue: every event type the service sends, with its payload schema, its
+ * dedupe key, a description and an example. It is the one place an event type is defined: the
+ * events repository validates every payload against it before storing (a payload that fails is a
+ * bug, thrown in the emitter's transaction and never stored, so never sent), the CLI's `--events`
+ * list, the OpenAPI document's `webhooks` section and docs/webhooks-events.md are generated from
+ * it. Adding an event type means one entry here plus its emitter.
+ *
+ * Payloads are exactly the spec's field lists, in its order; schemas reject unknown fields so a
+ * typo in an emitter fails its tests instead of reaching a partner.
+ */
+import type { OpenAPIV3_2 } from '@fastify/swagger';
+import { type Static, type TSchema, Type } from 'typebox';
+import { Compile, type Validator } from 'typebox/compile';
+
+const UTC_DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$';
+const DATE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
+const ADDRESS_PATTERN = '^0x[0-9a-fA-F]{40}$';
+const TX_HASH_PATTERN = '^0x[0-9a-f]{64}$';
+const AMOUNT_PATTERN = '^[0-9]+(\\.[0-9]+)?$';
+
+const slug = Type.String({ minLength: 1, description: 'Slug of the product.' });
+const chainId = Type.Integer({ minimum: 1, description: 'Chain id (JSON integer).' });
+const txHash = Type.String({
+  pattern: TX_HASH_PATTERN,
+  description: 'Transaction hash, lowercase 0x-prefixed.',
+});
+const logIndex = Type.Integer({ minimum: 0, description: 'Index of the log in its block.' });
+const userAddress = Type.String({
+  pattern: ADDRESS_PATTERN,
+  description: 'Owner of the shares (EIP-55 checksummed).',
+});
+const shares = Type.String({
+  pattern: AMOUNT_PATTERN,
+  description: 'Shares, a decimal string in whole units of the engine share.',
+});
+const occurredAt = Type.String({
+  format: 'date-time',
+  pattern: UTC_DATE_TIME_PATTERN,
+  description: 'Block time of the log, ISO 8601 UTC with `Z`.',
+});
+const day = Type.String({
+  format: 'date',
+  pattern: DATE_PATTERN,
+  description: 'The UTC day (`YYYY-MM-DD`) the figures are of.',
+});
+const changePct = Type.Number({
+  description: 'Change in percent, 2 decimals, negative for a fall (a JSON number).',
+});
+const strict = (description: string) => ({ additionalProperties: false, description });
+
+const ConfirmedPayload = (what: string) =>
+  Type.Object(
+    {
+      slug,
+      chain_id: chainId,
+      tx_hash: txHash,
+      block_number: Type.Integer({ minimum: 0, description: 'Block of the log.' }),
+      log_index: logIndex,
+      user_address: userAddress,
+      amount: Type.String({
+        pattern: AMOUNT_PATTERN,
+        description: 'Assets moved, a decimal string in whole units of the asset.',
+      }),
+      shares,
+      asset_symbol: Type.String({ description: 'Symbol of the asset, as the chain reports it.' }),
+      occurred_at: occurredAt,
+    },
+    strict(what),
+  );
+
+const DepositConfirmed = ConfirmedPayload('Payload of `deposit.confirmed`.');
+const RedeemConfirmed = ConfirmedPayload('Payload of `redeem.confirmed`.');
+
+const RedeemRequested = Type.Object(
+  {
+    slug,
+    chain_id: chainId,
+    tx_hash: txHash,
+    log_index: logIndex,
+    user_address: userAddress,
+    shares,
+    request_id: Type.String({
+      pattern: '^0x[0-9a-f]+$',
+      description: "The engine's request id, compact 0x hex.",
+    }),
+    estimated_settlement_at: Type.String({
+      format: 'date-time',
+      pattern: UTC_DATE_TIME_PATTERN,
+      description: 'When the request is expected to be claimable, ISO 8601 UTC with `Z`.',
+    }),
+    occurred_at: occurredAt,
+  },
+  strict('Payload of `redeem.requested`.'),
+);
+
+const ApyChange = Type.Object(
+  {
+    slug,
+    previous_apy: Type.Number({
+      description: 'Net APY for the user of the day before, a decimal fraction (JSON number).',
+    }),
+    current_apy: Type.Number({
+      description: 'Net APY for the user of `date`, a decimal fraction (JSON number).',
+    }),
+    change_pct: changePct,
+    date: day,
+  },
+  strict('Payload of `apy_change`.'),
+);
+
+const TvlAlert = Type.Object(
+  {
+    slug,
+    previous_tvl: Type.String({
+      pattern: AMOUNT_PATTERN,
+      description: 'Engine total assets of the day before, decimal string in whole asset units.',
+    }),
+    current_tvl: Type.String({
+      pattern: AMOUNT_PATTERN,
+      description: 'Engine total assets of `date`, decimal string in whole asset units.',
+    }),
+    change_pct: changePct,
+    date: day,
+  },
+  strict('Payload of `tvl_alert`.'),
+);
+
+const VaultPause = Type.Object(
+  { slug, status: Type.Literal('paused', { description: 'Always `paused`.' }) },
+  strict('Payload of `vault_pause`.'),
+);
+
+const ProductDeployed = Type.Object(
+  {
+    slug,
+    chain_id: chainId,
+    engine_contract_address: Type.String({
+      pattern: ADDRESS_PATTERN,
+      description: 'Address of the deployed engine (EIP-55).',
+    }),
+    underlying_vault_address: Type.String({
+      pattern: ADDRESS_PATTERN,
+      description: 'Address of the underlying ERC-4626 vault (EIP-55).',
+    }),
+    status: Type.Literal('active', { description: 'Always `active`.' }),
+    occurred_at: Type.String({
+      format: 'date-time',
+      pattern: UTC_DATE_TIME_PATTERN,
+      description: 'Block time of the deployment, ISO 8601 UTC with `Z`.',
+    }),
+  },
+  strict('Payload of `product.deployed`.'),
+);
+
+export interface OutboundEventDefinition<S extends TSchema = TSchema> {
+  schema: S;
+  /** One sentence: when the event is sent. */
+  description: string;
+  /** The fields that make the event unique: at most one event per key. */
+  dedupeKey: string;
+  /** A payload as sent (valid against `schema`; the catalogue test checks it). */
+  example: Static<S>;
+}
+
+const define = <S extends TSchema>(d: OutboundEventDefinition<S>) => d;
+
+const demoTx = '0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060';
+const demoUser = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+
+/** The catalogue. Order is the order lists and documents show. */
+export const OUTBOUND_EVENTS = {
+  'deposit.confirmed': define({
+    schema: DepositConfirmed,
+    description:
+      "An engine `Deposit` log reached the chain's confirmation depth: shares were minted to the user.",
+    dedupeKey: '(event_type, chain_id, tx_hash, log_index)',
+    example: {
+      slug: 'acme-usdc-core',
+      chain_id: 8453,
+      tx_hash: demoTx,
+      block_number: 18_250_112,
+      log_index: 7,
+      user_address: demoUser,
+      amount: '1250.5',
+      shares: '1198.342117',
+      asset_symbol: 'USDC',
+      occurred_at: '2026-03-01T12:00:07Z',
+    },
+  }),
+  'redeem.requested': define({
+    schema: RedeemRequested,
+    description:
+      'An engine `RedeemRequested` log reached the confirmation depth (asynchronous vaults only): the user asked to redeem; assets follow at settlement.',
+    dedupeKey: '(event_type, chain_id, tx_hash, log_index)',
+    example: {
+      slug: 'acme-usdc-flex',
+      chain_id: 8453,
+      tx_hash: demoTx,
+      log_index: 3,
+      user_address: demoUser,
+      shares: '500',
+      request_id: '0x2a',
+      estimated_settlement_at: '2026-03-02T12:00:00Z',
+      occurred_at: '2026-03-01T12:00:07Z',
+    },
+  }),
+  'redeem.confirmed': define({
+    schema: RedeemConfirmed,
+    description:
+      'An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred.',
+    dedupeKey: '(event_type, chain_id, tx_hash, log_index)',
+    example: {
+      slug: 'acme-usdc-core',
+      chain_id: 8453,
+      tx_hash: demoTx,
+      block_number: 18_250_140,
+      log_index: 2,
+      user_address: demoUser,
+      amount: '520.017342',
+      shares: '500',
+      asset_symbol: 'USDC',
+      occurred_at: '2026-03-01T12:01:03Z',
+    },
+  }),
+  apy_change: define({
+    schema: ApyChange,
+    description:
+      "The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day.",
+    dedupeKey: '(event_type, slug, date)',
+    example: {
+      slug: 'acme-usdc-core',
+      previous_apy: 0.051234,
+      current_apy: 0.061234,
+      change_pct: 19.52,
+      date: '2026-03-01',
+    },
+  }),
+  tvl_alert: define({
+    schema: TvlAlert,
+    description:
+      "The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day.",
+    dedupeKey: '(event_type, slug, date)',
+    example: {
+      slug: 'acme-usdc-core',
+      previous_tvl: '100000',
+      current_tvl: '125000.5',
+      change_pct: 25,
+      date: '2026-03-01',
+    },
+  }),
+  vault_pause: define({
+    schema: VaultPause,
+    description:
+      'The product entered `paused` (operator, engine paused on chain, or the upstream vault halted); re-sent once per UTC day while it stays paused. Resuming sends nothing.',
+    dedupeKey: '(event_type, slug, UTC day); every entry into paused is sent',
+    example: { slug: 'acme-usdc-core', status: 'paused' },
+  }),
+  'product.deployed': define({
+    schema: ProductDeployed,
+    description: 'The engine of a product was deployed: the product left `pending_deploy`.',
+    dedupeKey: '(event_type, slug)',
+    example: {
+      slug: 'acme-usdc-next',
+      chain_id: 8453,
+      engine_contract_address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+      underlying_vault_address: '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
+      status: 'active',
+      occurred_at: '2026-03-01T09:30:00.000Z',
+    },
+  }),
+} as const;
+
+export type OutboundEventType = keyof typeof OUTBOUND_EVENTS;
+export type OutboundPayload<T extends OutboundEventType> = Static<
+  (typeof OUTBOUND_EVENTS)[T]['schema']
+>;
+export const OUTBOUND_EVENT_TYPES = Object.keys(OUTBOUND_EVENTS) as OutboundEventType[];
+
+export function isOutboundEventType(value: string): value is OutboundEventType {
+  return Object.hasOwn(OUTBOUND_EVENTS, value);
+}
+
+let validators: Record<OutboundEventType, Validator> | undefined;
+const validatorOf = (type: OutboundEventType): Validator => {
+  validators ??= Object.fromEntries(
+    OUTBOUND_EVENT_TYPES.map((t) => [t, Compile(OUTBOUND_EVENTS[t].schema)]),
+  ) as Record<OutboundEventType, Validator>;
+  return validators[type];
+};
+
+/** A payload that does not fit its event type's schema: a bug in the emitter. */
+export class OutboundPayloadError extends Error {
+  override name = 'OutboundPayloadError';
+}
+
+/** Undefined when `payload` fits the schema of `type`, else what is wrong (first error). */
+export function outboundPayloadError(type: string, payload: unknown): string | undefined {
+  if (!isOutboundEventType(type)) return `${type} is not an event type of the catalogue`;
+  const validator = validatorOf(type);
+  if (validator.Check(payload)) return undefined;
+  for (const error of validator.Errors(payload)) {
+    if (error.keyword === 'boolean') continue; // the additionalProperties leaf, reported next
+    const params = error.params as {
+      requiredProperties?: string[];
+      additionalProperties?: string[];
+    };
+    const field =
+      params.requiredProperties?.[0] ?? params.additionalProperties?.[0] ?? error.instancePath;
+    return `${type}: ${field || 'payload'} ${error.message}`;
+  }
+  return `${type}: the payload does not fit its schema`;
+}
+
+/** Throws OutboundPayloadError unless `payload` fits the schema of `type`. */
+export function assertOutboundPayload(type: string, payload: unknown): void {
+  const error = outboundPayloadError(type, payload);
+  if (error !== undefined) throw new OutboundPayloadError(error);
+}
+
+/**
+ * How an emitter builds a payload: typed by the catalogue at compile time and checked against the
+ * schema at run time, so a payload that does not fit throws in the emitter (and its tests) before
+ * anything is stored or sent.
+ */
+export function outboundPayload<T extends OutboundEventType>(
+  type: T,
+  payload: OutboundPayload<T>,
+): OutboundPayload<T> {
+  assertOutboundPayload(type, payload);
+  return payload;
+}
+
+/** A schema as plain JSON Schema (TypeBox's own markers dropped), for documents. */
+const plain = (schema: TSchema): Record<string, unknown> => JSON.parse(JSON.stringify(schema));
+
+/** Request headers of every delivery, as OpenAPI parameters. */
+const DELIVERY_HEADERS: NonNullable<OpenAPIV3_2.PathItemObject['parameters']> = [
+  {
+    name: 'X-Service-Event',
+    in: 'header',
+    required: true,
+    description: 'The event type (the key of this entry).',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'X-Service-Signature',
+    in: 'header',
+    required: true,
+    description:
+      'Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time.',
+    schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  },
+];
+
+/**
+ * The OpenAPI 3.1 `webhooks` object: one entry per catalogue type, keyed by the type, describing the
+ * POST the service makes to a destination.
+ */
+export type OpenApiWebhooks = NonNullable<OpenAPIV3_2.Document['webhooks']>;
+
+export function openApiWebhooks(): OpenApiWebhooks {
+  return Object.fromEntries(
+    OUTBOUND_EVENT_TYPES.map((type) => {
+      const e: OutboundEventDefinition = OUTBOUND_EVENTS[type];
+      const item: OpenAPIV3_2.PathItemObject = {
+        post: {
+          operationId: `webhook_${type.replace(/\W/g, '_')}`,
+          summary: type,
+          description: `${e.description}\n\nDedupe key: ${e.dedupeKey}.`,
+          tags: ['Webhooks'],
+          parameters: DELIVERY_HEADERS,
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: plain(e.schema), example: e.example } },
+          },
+          responses: {
+            '2XX': {
+              description:
+                'Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min).',
+            },
+          },
+        },
+      };
+      return [type, item];
+    }),
+  );
+}

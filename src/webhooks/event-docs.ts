@@ -1,0 +1,61 @@
+/**
+ * docs/webhooks-events.md, rendered from the event catalogue (`npm run docs:webhooks` writes it; a
+ * test keeps the committed file equal to this rendering).
+ */
+import {
+  OUTBOUND_EVENT_TYPES,
+  OUTBOUND_EVENTS,
+  type OutboundEventDefinition,
+} from './event-catalogue.ts';
+
+interface PropertySchema {
+  type?: string;
+  const?: unknown;
+  description?: string;
+}
+
+export function renderEventsMarkdown(): string {
+  const out: string[] = [
+    '# Outbound webhook events',
+    '',
+    '<!-- Generated from src/webhooks/event-catalogue.ts by `npm run docs:webhooks`; do not edit. -->',
+    '',
+    'Every event is a `POST` of exactly the payload below (no envelope) with the headers described in',
+    '[webhooks-outbound.md](webhooks-outbound.md). New event types are added over time: treat an',
+    "unknown `X-Service-Event` as a no-op and answer `2xx`. The same list is the OpenAPI document's",
+    '`webhooks` section (`/openapi.json`) and `yield-service webhook add --events`.',
+    '',
+    '| event type | when | dedupe key |',
+    '|---|---|---|',
+    ...OUTBOUND_EVENT_TYPES.map((type) => {
+      const e = OUTBOUND_EVENTS[type];
+      return `| [\`${type}\`](#${type.replace(/\W/g, '')}) | ${e.description} | ${e.dedupeKey} |`;
+    }),
+  ];
+  for (const type of OUTBOUND_EVENT_TYPES) {
+    const e: OutboundEventDefinition = OUTBOUND_EVENTS[type];
+    const properties = (e.schema as { properties: Record<string, PropertySchema> }).properties;
+    out.push(
+      '',
+      `## ${type}`,
+      '',
+      e.description,
+      '',
+      `Dedupe key: ${e.dedupeKey}.`,
+      '',
+      '| field | type | meaning |',
+      '|---|---|---|',
+      ...Object.entries(properties).map(
+        ([name, p]) =>
+          `| \`${name}\` | ${p.const !== undefined ? `\`${JSON.stringify(p.const)}\`` : p.type} | ${p.description ?? ''} |`,
+      ),
+      '',
+      'Example:',
+      '',
+      '```json',
+      JSON.stringify(e.example, null, 2),
+      '```',
+    );
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -13,6 +13,8 @@ export {
   type WebhookErrorCode,
   WebhookVerificationError,
 } from './errors.ts';
+export type * from './events.ts';
+export { WEBHOOK_EVENT_TYPES } from './events.ts';
 export type { RequestOptions } from './http.ts';
 export {
   type InboundEvent,
@@ -23,3 +25,4 @@ export {
 } from './inbound.ts';
 export { DEFAULT_RETRY_POLICY, type RetryInfo, type RetryPolicy } from './retry.ts';
 export type * from './types.ts';
+export { type VerifyOptions, verifyWebhook, type WebhookHeaders } from './webhooks.ts';

@@ -21,6 +21,11 @@ export interface RetryPolicy {
   maxDelayMs: number;
   /** Retry timeouts and lost connections (as a 5xx). Default true. */
   retryConnectionErrors: boolean;
+  /**
+   * Codes never retried whatever their status. Default `product_paused` (a 503 that lasts until an
+   * operator resumes the product: five attempts over 15 s would only delay the answer).
+   */
+  noRetryCodes: readonly string[];
 }
 
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
@@ -31,6 +36,7 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   chainUnavailableMs: 30_000,
   maxDelayMs: 120_000,
   retryConnectionErrors: true,
+  noRetryCodes: Object.freeze(['product_paused']),
 });
 
 export interface RetryInfo {
@@ -71,7 +77,9 @@ export function retryDelay(
   random: () => number,
   now: number,
 ): number | undefined {
-  if (failed.attempt >= policy.maxAttempts) return undefined;
+  if (failed.attempt >= policy.maxAttempts || policy.noRetryCodes.includes(failed.code)) {
+    return undefined;
+  }
   const exponential = (base: number) => base * 2 ** (failed.attempt - 1);
   let delay: number;
   if (failed.status === undefined) {

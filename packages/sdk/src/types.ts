@@ -27,7 +27,10 @@ export type ProductHealth = Data<'/api/partner/products/{slug}/health'>;
 export type Position = Data<'/api/partner/products/{slug}/position'>;
 export type Liveness = Data<'/health'>;
 
-export type ApyHistoryQuery = Query<'/api/partner/products/{slug}/apy-history'>;
+type NumberOf<S> = S extends `${infer N extends number}` ? N : never;
+type ApyDays = NonNullable<Query<'/api/partner/products/{slug}/apy-history'>['days']>;
+/** `days` as the document's strings, or the same values as numbers. */
+export type ApyHistoryQuery = { days?: ApyDays | NumberOf<ApyDays> };
 export type FeeStatsQuery = Query<'/api/partner/products/{slug}/fee-stats'>;
 export type YieldCalcQuery = Query<'/api/partner/products/{slug}/yield-calc'>;
 

@@ -185,6 +185,20 @@ describe('retry policy', () => {
     expect(waits).toEqual([]);
   });
 
+  it('does not retry product_paused (a 503 that lasts until an operator acts), unless configured to', async () => {
+    script = [fail(503, 'product_paused'), ok];
+    const { client, waits } = clientWith();
+    await expect(client.calculateYield('boost', { amount: '1' })).rejects.toMatchObject({
+      code: 'product_paused',
+      status: 503,
+    });
+    expect(waits).toEqual([]);
+    script = [fail(503, 'product_paused'), ok];
+    const retrying = clientWith({ retry: { noRetryCodes: [] } });
+    await retrying.client.listProducts();
+    expect(retrying.waits).toEqual([1000]);
+  });
+
   it('treats an answer that is not the envelope as unexpected_response, retried when 5xx', async () => {
     const html: Reply = (_req, res) => {
       res.writeHead(502, { 'content-type': 'text/html' });

@@ -270,7 +270,7 @@ export type paths = {
         get: {
             parameters: {
                 query?: {
-                    /** @description Default 30 */
+                    /** @description Window length in days, ending at the latest finished day (the newest day with a snapshot; today never has one). Default 30. */
                     days?: "7" | "30" | "180";
                 };
                 header?: never;
@@ -420,9 +420,9 @@ export type paths = {
         get: {
             parameters: {
                 query?: {
-                    /** @description YYYY-MM-DD, UTC, inclusive */
+                    /** @description YYYY-MM-DD, UTC, inclusive. Alone: the 30 days ending then. */
                     end_date?: string;
-                    /** @description YYYY-MM-DD, UTC, inclusive */
+                    /** @description YYYY-MM-DD, UTC, inclusive. Alone: up to today. Neither date: the 30 days ending at the latest finished day (the newest day with a snapshot; today never has one). */
                     start_date?: string;
                 };
                 header?: never;

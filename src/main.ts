@@ -14,6 +14,7 @@ import { openDatabase } from './db/open.ts';
 import { loadEmbedAssets } from './embed/assets.ts';
 import { embedPublicUrl } from './embed/public-url.ts';
 import type { Logger } from './logger.ts';
+import { refreshDemoPortalAccess } from './portal/demo.ts';
 import { mailerFromConfig } from './portal/mailer.ts';
 import { portalPublicUrl } from './portal/public-url.ts';
 import { createRedis, type Redis } from './redis.ts';
@@ -72,8 +73,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const apiChains = new Promise<ChainEntries>((resolve) => {
       provideChains = resolve;
     });
+    let listeningPort: number | undefined;
     if (config.ROLES.includes('api')) {
-      let listeningPort: number | undefined;
       app = await buildApp({
         db,
         logger,
@@ -133,6 +134,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
             partners: demo.credentials,
           });
           logger.info({ file }, 'demo credentials written');
+        }
+        // A fresh one-time portal link per demo partner at every start (src/portal/demo.ts).
+        if (url && !stopRequested) {
+          await refreshDemoPortalAccess({
+            db,
+            dataDir: config.DATA_DIR,
+            publicUrl: portalPublicUrl(config, listeningPort),
+          });
         }
       }
       if (!stopRequested && config.ROLES.includes('worker')) {

@@ -35,6 +35,7 @@ interface DemoCredentials {
     name: string;
     live: DemoEnvironment;
     test: DemoEnvironment;
+    portal: { url: string; email: string; login_url: string };
   }>;
 }
 interface DemoEnvironment {
@@ -83,6 +84,20 @@ describe('the demo', { timeout: 240_000 }, () => {
     expect(creds.partners.map((x) => x.name)).toEqual(['Acme Wallet', 'Bravo Pay']);
     const call = (url: string, key: string) =>
       fetch(`${creds.base_url}${url}`, { headers: { 'x-api-key': key } });
+    for (const partner of creds.partners) {
+      // One click into the portal: a fresh one-time sign-in link for the demo partner's owner.
+      const port = new URL(creds.base_url).port;
+      expect(partner.portal).toEqual({
+        url: `http://localhost:${port}/portal`,
+        email: expect.stringMatching(/^owner@[a-z-]+\.example$/),
+        login_url: expect.stringMatching(
+          new RegExp(`^http://localhost:${port}/portal/sign-in/link\\?token=[\\w-]{43}$`),
+        ),
+      });
+      const signIn = await fetch(partner.portal.login_url.replace('//localhost:', '//127.0.0.1:'));
+      expect(signIn.status).toBe(200);
+      expect(await signIn.text()).toContain('Continue');
+    }
     for (const partner of creds.partners) {
       for (const environment of ['live', 'test'] as const) {
         const c = partner[environment];

@@ -1368,7 +1368,162 @@ export type paths = {
         trace?: never;
     };
 };
-export type webhooks = Record<string, never>;
+export type webhooks = {
+    apy_change: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * apy_change
+         * @description The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day.
+         *
+         *     Dedupe key: (event_type, slug, date).
+         */
+        post: operations["webhook_apy_change"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "deposit.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * deposit.confirmed
+         * @description An engine `Deposit` log reached the chain's confirmation depth: shares were minted to the user.
+         *
+         *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
+         */
+        post: operations["webhook_deposit_confirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "product.deployed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * product.deployed
+         * @description The engine of a product was deployed: the product left `pending_deploy`.
+         *
+         *     Dedupe key: (event_type, slug).
+         */
+        post: operations["webhook_product_deployed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "redeem.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * redeem.confirmed
+         * @description An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred.
+         *
+         *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
+         */
+        post: operations["webhook_redeem_confirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "redeem.requested": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * redeem.requested
+         * @description An engine `RedeemRequested` log reached the confirmation depth (asynchronous vaults only): the user asked to redeem; assets follow at settlement.
+         *
+         *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
+         */
+        post: operations["webhook_redeem_requested"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    tvl_alert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tvl_alert
+         * @description The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day.
+         *
+         *     Dedupe key: (event_type, slug, date).
+         */
+        post: operations["webhook_tvl_alert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    vault_pause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * vault_pause
+         * @description The product entered `paused` (operator, engine paused on chain, or the upstream vault halted); re-sent once per UTC day while it stays paused. Resuming sends nothing.
+         *
+         *     Dedupe key: (event_type, slug, UTC day); every entry into paused is sent.
+         */
+        post: operations["webhook_vault_pause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+};
 export type components = {
     schemas: {
         ErrorEnvelope: {
@@ -1387,4 +1542,397 @@ export type components = {
     pathItems: never;
 };
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    webhook_apy_change: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-core",
+                 *       "previous_apy": 0.051234,
+                 *       "current_apy": 0.061234,
+                 *       "change_pct": 19.52,
+                 *       "date": "2026-03-01"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Change in percent, 2 decimals, negative for a fall (a JSON number). */
+                    change_pct: number;
+                    /** @description Net APY for the user of `date`, a decimal fraction (JSON number). */
+                    current_apy: number;
+                    /**
+                     * Format: date
+                     * @description The UTC day (`YYYY-MM-DD`) the figures are of.
+                     */
+                    date: string;
+                    /** @description Net APY for the user of the day before, a decimal fraction (JSON number). */
+                    previous_apy: number;
+                    /** @description Slug of the product. */
+                    slug: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_deposit_confirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-core",
+                 *       "chain_id": 8453,
+                 *       "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                 *       "block_number": 18250112,
+                 *       "log_index": 7,
+                 *       "user_address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+                 *       "amount": "1250.5",
+                 *       "shares": "1198.342117",
+                 *       "asset_symbol": "USDC",
+                 *       "occurred_at": "2026-03-01T12:00:07Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Assets moved, a decimal string in whole units of the asset. */
+                    amount: string;
+                    /** @description Symbol of the asset, as the chain reports it. */
+                    asset_symbol: string;
+                    /** @description Block of the log. */
+                    block_number: number;
+                    /** @description Chain id (JSON integer). */
+                    chain_id: number;
+                    /** @description Index of the log in its block. */
+                    log_index: number;
+                    /**
+                     * Format: date-time
+                     * @description Block time of the log, ISO 8601 UTC with `Z`.
+                     */
+                    occurred_at: string;
+                    /** @description Shares, a decimal string in whole units of the engine share. */
+                    shares: string;
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /** @description Transaction hash, lowercase 0x-prefixed. */
+                    tx_hash: string;
+                    /** @description Owner of the shares (EIP-55 checksummed). */
+                    user_address: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_product_deployed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-next",
+                 *       "chain_id": 8453,
+                 *       "engine_contract_address": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+                 *       "underlying_vault_address": "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+                 *       "status": "active",
+                 *       "occurred_at": "2026-03-01T09:30:00.000Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Chain id (JSON integer). */
+                    chain_id: number;
+                    /** @description Address of the deployed engine (EIP-55). */
+                    engine_contract_address: string;
+                    /**
+                     * Format: date-time
+                     * @description Block time of the deployment, ISO 8601 UTC with `Z`.
+                     */
+                    occurred_at: string;
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /**
+                     * @description Always `active`.
+                     * @constant
+                     */
+                    status: "active";
+                    /** @description Address of the underlying ERC-4626 vault (EIP-55). */
+                    underlying_vault_address: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_redeem_confirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-core",
+                 *       "chain_id": 8453,
+                 *       "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                 *       "block_number": 18250140,
+                 *       "log_index": 2,
+                 *       "user_address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+                 *       "amount": "520.017342",
+                 *       "shares": "500",
+                 *       "asset_symbol": "USDC",
+                 *       "occurred_at": "2026-03-01T12:01:03Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Assets moved, a decimal string in whole units of the asset. */
+                    amount: string;
+                    /** @description Symbol of the asset, as the chain reports it. */
+                    asset_symbol: string;
+                    /** @description Block of the log. */
+                    block_number: number;
+                    /** @description Chain id (JSON integer). */
+                    chain_id: number;
+                    /** @description Index of the log in its block. */
+                    log_index: number;
+                    /**
+                     * Format: date-time
+                     * @description Block time of the log, ISO 8601 UTC with `Z`.
+                     */
+                    occurred_at: string;
+                    /** @description Shares, a decimal string in whole units of the engine share. */
+                    shares: string;
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /** @description Transaction hash, lowercase 0x-prefixed. */
+                    tx_hash: string;
+                    /** @description Owner of the shares (EIP-55 checksummed). */
+                    user_address: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_redeem_requested: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-flex",
+                 *       "chain_id": 8453,
+                 *       "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                 *       "log_index": 3,
+                 *       "user_address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+                 *       "shares": "500",
+                 *       "request_id": "0x2a",
+                 *       "estimated_settlement_at": "2026-03-02T12:00:00Z",
+                 *       "occurred_at": "2026-03-01T12:00:07Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Chain id (JSON integer). */
+                    chain_id: number;
+                    /**
+                     * Format: date-time
+                     * @description When the request is expected to be claimable, ISO 8601 UTC with `Z`.
+                     */
+                    estimated_settlement_at: string;
+                    /** @description Index of the log in its block. */
+                    log_index: number;
+                    /**
+                     * Format: date-time
+                     * @description Block time of the log, ISO 8601 UTC with `Z`.
+                     */
+                    occurred_at: string;
+                    /** @description The engine's request id, compact 0x hex. */
+                    request_id: string;
+                    /** @description Shares, a decimal string in whole units of the engine share. */
+                    shares: string;
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /** @description Transaction hash, lowercase 0x-prefixed. */
+                    tx_hash: string;
+                    /** @description Owner of the shares (EIP-55 checksummed). */
+                    user_address: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_tvl_alert: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-core",
+                 *       "previous_tvl": "100000",
+                 *       "current_tvl": "125000.5",
+                 *       "change_pct": 25,
+                 *       "date": "2026-03-01"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Change in percent, 2 decimals, negative for a fall (a JSON number). */
+                    change_pct: number;
+                    /** @description Engine total assets of `date`, decimal string in whole asset units. */
+                    current_tvl: string;
+                    /**
+                     * Format: date
+                     * @description The UTC day (`YYYY-MM-DD`) the figures are of.
+                     */
+                    date: string;
+                    /** @description Engine total assets of the day before, decimal string in whole asset units. */
+                    previous_tvl: string;
+                    /** @description Slug of the product. */
+                    slug: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_vault_pause: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-core",
+                 *       "status": "paused"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /**
+                     * @description Always `paused`.
+                     * @constant
+                     */
+                    status: "paused";
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+}

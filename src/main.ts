@@ -21,11 +21,9 @@ import { createRedis, type Redis } from './redis.ts';
 import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
 import { writeDemoCredentials } from './sync/demo-credentials.ts';
-import { buildWorkerJobs } from './sync/worker-jobs.ts';
-import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
-import { createInboundLinker } from './webhooks/inbound-linker.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
+import { buildWorkerJobs } from './worker/jobs.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
 
 export interface RunningService {
@@ -145,12 +143,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         }
       }
       if (!stopRequested && config.ROLES.includes('worker')) {
-        const dispatcher = createDispatcher({ db, logger, sender, secretBox });
-        const linker = createInboundLinker({ db, logger });
-        worker = createWorker(
-          [...buildWorkerJobs({ db, logger, runtime }), dispatcher.job(), linker.job()],
-          logger,
-        );
+        const jobs = buildWorkerJobs({ db, logger, runtime, webhooks: { sender, secretBox } });
+        worker = createWorker(jobs, logger);
         worker.start();
       }
       return { chains: runtime.chains, localRpcUrl: local?.anvil.rpcUrl };

@@ -12,6 +12,7 @@ import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import { loadEmbedAssets } from './embed/assets.ts';
+import { provisionDemoEmbeds } from './embed/demo.ts';
 import { embedPublicUrl } from './embed/public-url.ts';
 import type { Logger } from './logger.ts';
 import { refreshDemoPortalAccess } from './portal/demo.ts';
@@ -126,10 +127,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           secretBox,
         });
         if (demo.provisioned) {
+          const baseUrl = url ?? `http://${config.HOST}:${config.PORT}`;
+          const partners = await provisionDemoEmbeds(
+            db,
+            demo.credentials,
+            embedPublicUrl(config, Number(new URL(baseUrl).port) || config.PORT),
+          );
           const file = writeDemoCredentials(config.DATA_DIR, {
-            base_url: url ?? `http://${config.HOST}:${config.PORT}`,
+            base_url: baseUrl,
             rpc_url: local.anvil.rpcUrl,
-            partners: demo.credentials,
+            partners,
           });
           logger.info({ file }, 'demo credentials written');
         }

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
- * Builds the package with the TypeScript compiler alone, twice: ES modules into dist/esm and
- * CommonJS into dist/cjs (marked by its own package.json), each with its declarations, so both
- * `import` and `require` get code and types. Then prints the size a bundler would ship of each
- * entry point, minified and gzip-compressed (esbuild measures; it is not part of the build).
+ * Builds the package with the TypeScript compiler alone: one checked compilation emits ES modules
+ * and declarations into dist/esm; the same sources are then transpiled file by file to CommonJS
+ * into dist/cjs (marked by its own package.json) beside a copy of the declarations, so both
+ * `import` and `require` get code and types without type-checking twice. Then prints the size a
+ * bundler would ship of each entry point, minified and gzip-compressed (esbuild measures; it is
+ * not part of the build).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -7,17 +7,22 @@ import {IERC4626} from "@openzeppelin/contracts/interfaces/IERC4626.sol";
 import {ERC4626} from "@openzeppelin/contracts/token/ERC20/extensions/ERC4626.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 
-/// @dev The asynchronous (ERC-7540-style) redeem surface of `AsyncYieldVault`.
-interface IAsyncRedeemVault {
-    function requestRedeem(uint256 shares, address controller, address owner) external returns (uint256);
-    function claim(uint256 requestId, address receiver) external returns (uint256);
-    function requests(uint256 requestId)
-        external
-        view
-        returns (address controller, uint128 shares, uint64 claimableAt, bool claimed);
+/// @dev The standard ERC-7540 asynchronous redeem surface. Claims go through the ERC-4626
+/// `redeem(shares, receiver, controller)` of the same vault, called by the controller.
+interface IERC7540Redeem {
+    function requestRedeem(uint256 shares, address controller, address owner) external returns (uint256 requestId);
+    function pendingRedeemRequest(uint256 requestId, address controller) external view returns (uint256 shares);
+    function claimableRedeemRequest(uint256 requestId, address controller) external view returns (uint256 shares);
+}
+
+/// @dev Optional, non-standard: when a vault publishes the time a request becomes claimable.
+interface IRedeemSchedule {
+    function claimableAt(uint256 requestId) external view returns (uint256);
 }
 
 interface IERC165Probe {
@@ -31,16 +36,24 @@ interface IERC165Probe {
 /// Accounting
 /// - `totalAssets()` = idle asset + value (underlying `convertToAssets`) of the underlying shares held
 ///   and of those pending in asynchronous redeem requests.
+/// - Open asynchronous redeem requests are set apart: their engine shares (escrowed in the engine,
+///   still in `totalSupply()`) and their underlying shares (in the underlying's redeem escrow) form
+///   no part of the share price, the fee or the conversions. Each request is settled by exactly what
+///   its own underlying request pays, never from the other holders' assets.
+/// - The share price, fees and conversions use the active pool: `activeAssets()` = idle + value of
+///   the held underlying shares, over `activeSupply()` = `totalSupply()` - escrowed shares (plus the
+///   fee shares not yet minted).
 /// - Fee: yield above a per-share high-water mark is charged `serviceFeeBps + partnerFeeBps`, minted as
 ///   new shares at accrual. Accrual runs before every deposit, mint, withdraw, redeem, redeem request,
-///   claim and fee change, and on the public `accrueFees()`.
-/// - `totalSupply()` is the ERC-20 supply (= sum of balances): it does NOT include fee shares not yet
-///   minted. Previews and conversions price with `totalSupplyAfterFees()` = `totalSupply()` +
-///   `pendingFeeShares()`, so a preview equals the real call. The net share price a reader wants at a
-///   block is `totalAssets() / totalSupplyAfterFees()` (both read at that block, e.g. with
-///   `accountingSnapshot()` in one call).
+///   claim and fee change, and on the public `accrueFees()`. The mark moves only by the gain a fee
+///   was charged on. A fee increase takes effect only `feeChangeDelay` seconds after it is scheduled
+///   (fixed at deployment); a decrease applies at once.
+/// - Previews and conversions price with the fee shares not yet minted, so a preview equals the real
+///   call.
 /// - Decimals offset 6 (shares have asset decimals + 6) defends against the donation/inflation attack.
-contract YieldEngine is ERC4626, Ownable, Pausable {
+/// - Every state-changing entry point is guarded against reentrancy; ownership moves in two steps and
+///   cannot be renounced.
+contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     using Math for uint256;
     using SafeERC20 for IERC20;
 
@@ -50,18 +63,29 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
     uint256 public constant PRICE_SCALE = 1e27;
     bytes4 private constant ASYNC_REDEEM_INTERFACE_ID = 0x620ee8e4;
     uint8 private constant DECIMALS_OFFSET = 6;
+    /// @notice The longest notice a deployment may set for fee increases.
+    uint256 public constant MAX_FEE_CHANGE_DELAY = 90 days;
 
     IERC4626 private immutable _underlying;
     bool public immutable isAsync;
     address public immutable serviceFeeRecipient;
     address public immutable partnerFeeRecipient;
+    /// @notice Notice, in seconds, between scheduling a fee increase and the moment it may apply.
+    uint256 public immutable feeChangeDelay;
 
+    /// @notice The fees in force.
     uint16 public serviceFeeBps;
     uint16 public partnerFeeBps;
     bool public deprecated;
     /// @notice Highest net share price (PRICE_SCALE-scaled assets per share base unit, virtual
     /// offsets included) on which fees have been charged.
     uint256 public highWaterMark;
+
+    /// @notice A scheduled fee increase: the fees and the time from which `applyFeeChange()` applies
+    /// them (0: none scheduled).
+    uint16 public scheduledServiceFeeBps;
+    uint16 public scheduledPartnerFeeBps;
+    uint64 public feeChangeEffectiveAt;
 
     // Cumulative fees per recipient, for reconciliation: shares minted and their asset value at accrual.
     uint256 public serviceFeeSharesTotal;
@@ -80,8 +104,10 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
 
     uint256 public nextRequestId = 1;
     mapping(uint256 => RedeemRequest) private _requests;
-    /// @notice Underlying shares sitting in the underlying vault's redeem escrow for this engine.
+    /// @notice Underlying shares in the underlying vault's redeem escrow for open requests.
     uint256 public pendingUnderlyingShares;
+    /// @notice Engine shares escrowed by open requests (held by the engine, still in the supply).
+    uint256 public escrowedShares;
 
     /// @notice Fee of one accrual. Shares are minted to the recipients; assets are their value at
     /// accrual. The rounding remainder of the split goes to the partner.
@@ -94,7 +120,11 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         uint256 partnerAssets,
         uint256 highWaterMark
     );
+    /// @notice New fees in force (a decrease at once, an increase when applied after its notice).
     event FeesUpdated(uint16 serviceFeeBps, uint16 partnerFeeBps);
+    /// @notice A fee increase was scheduled; it may apply from `effectiveAt`.
+    event FeeChangeScheduled(uint16 serviceFeeBps, uint16 partnerFeeBps, uint256 effectiveAt);
+    event FeeChangeCancelled(uint16 serviceFeeBps, uint16 partnerFeeBps);
     event Deprecated(address indexed operator);
     event RedeemRequested(
         address indexed controller, address indexed owner, uint256 indexed requestId, address sender, uint256 shares
@@ -104,6 +134,9 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
     );
 
     error FeeTooHigh(uint256 totalBps);
+    error FeeChangeDelayTooLong(uint256 delay);
+    error NoFeeChangeScheduled();
+    error FeeChangeNotDue(uint256 effectiveAt);
     error ZeroAddress();
     error EngineDeprecated();
     error AlreadyDeprecated();
@@ -111,7 +144,11 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
     error ZeroShares();
     error NotController(uint256 requestId, address caller);
     error AlreadyClaimed(uint256 requestId);
+    error NotClaimable(uint256 requestId);
+    error ExceedsUnderlying(uint256 underlyingShares, uint256 held);
+    error ClaimShortfall(uint256 requestId, uint256 owed, uint256 received);
     error WrongAsset(address expected, address actual);
+    error RenounceDisabled();
 
     constructor(
         IERC20 asset_,
@@ -122,16 +159,19 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         address partnerRecipient_,
         uint16 serviceFeeBps_,
         uint16 partnerFeeBps_,
-        address operator_
+        address operator_,
+        uint256 feeChangeDelay_
     ) ERC20(name_, symbol_) ERC4626(asset_) Ownable(operator_) {
         if (serviceRecipient_ == address(0) || partnerRecipient_ == address(0)) revert ZeroAddress();
         if (underlying_.asset() != address(asset_)) revert WrongAsset(address(asset_), underlying_.asset());
+        if (feeChangeDelay_ > MAX_FEE_CHANGE_DELAY) revert FeeChangeDelayTooLong(feeChangeDelay_);
         _checkFees(serviceFeeBps_, partnerFeeBps_);
         _underlying = underlying_;
         serviceFeeRecipient = serviceRecipient_;
         partnerFeeRecipient = partnerRecipient_;
         serviceFeeBps = serviceFeeBps_;
         partnerFeeBps = partnerFeeBps_;
+        feeChangeDelay = feeChangeDelay_;
         isAsync = _probeAsync(address(underlying_));
         // The price of an empty vault under the virtual offsets: 1 asset unit per 10**offset shares.
         highWaterMark = PRICE_SCALE / (10 ** DECIMALS_OFFSET);
@@ -160,8 +200,27 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         return _underlying.balanceOf(address(this));
     }
 
+    /// @notice Idle asset + value of the held underlying shares: the pool the share price is of.
+    function activeAssets() public view returns (uint256) {
+        return idleAssets() + _underlying.convertToAssets(heldUnderlyingShares());
+    }
+
+    /// @notice Shares in the pool the share price is of: the supply less the escrowed shares.
+    function activeSupply() public view returns (uint256) {
+        return totalSupply() - escrowedShares;
+    }
+
+    /// @notice Active pool + the value of the underlying shares pending in open redeem requests.
     function totalAssets() public view override returns (uint256) {
-        return idleAssets() + _underlying.convertToAssets(heldUnderlyingShares() + pendingUnderlyingShares);
+        return activeAssets() + _underlying.convertToAssets(pendingUnderlyingShares);
+    }
+
+    /// @notice Assets the engine can pay out at once: idle + what the underlying lets it withdraw
+    /// (nothing from an asynchronous underlying, whose claimable assets belong to open requests).
+    function exitLiquidity() public view returns (uint256) {
+        uint256 idle = idleAssets();
+        if (isAsync) return idle;
+        return idle + _underlying.maxWithdraw(address(this));
     }
 
     /// @notice Fee shares that the next accrual would mint at this block (service + partner).
@@ -197,17 +256,39 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         return _requests[requestId];
     }
 
-    /// @notice When the underlying vault lets the request be claimed (0 for an unknown request).
+    /// @notice Engine shares of an open request still waiting for the underlying (ERC-7540 view).
+    function pendingRedeemRequest(uint256 requestId, address controller) external view returns (uint256) {
+        RedeemRequest memory r = _requests[requestId];
+        if (r.controller == address(0) || r.controller != controller || r.claimed || _claimable(r)) return 0;
+        return r.shares;
+    }
+
+    /// @notice Engine shares of an open request that its controller can claim now (ERC-7540 view).
+    function claimableRedeemRequest(uint256 requestId, address controller) external view returns (uint256) {
+        RedeemRequest memory r = _requests[requestId];
+        if (r.controller == address(0) || r.controller != controller || r.claimed || !_claimable(r)) return 0;
+        return r.shares;
+    }
+
+    /// @notice When the underlying vault says the request becomes claimable (0 for an unknown request,
+    /// or when the underlying publishes no schedule: ERC-7540 has no standard view for it).
     function claimableAt(uint256 requestId) external view returns (uint256) {
         RedeemRequest memory r = _requests[requestId];
         if (r.controller == address(0)) return 0;
-        (,, uint64 readyAt,) = IAsyncRedeemVault(address(_underlying)).requests(r.underlyingRequestId);
-        return readyAt;
+        try IRedeemSchedule(address(_underlying)).claimableAt(r.underlyingRequestId) returns (uint256 readyAt) {
+            return readyAt;
+        } catch {
+            return 0;
+        }
     }
 
     // ---------------------------------------------------------------- fees
 
-    function accrueFees() public {
+    function accrueFees() external nonReentrant {
+        _accrueFees();
+    }
+
+    function _accrueFees() internal {
         (uint256 feeShares, uint256 feeAssets, uint256 newMark) = _computeFee();
         if (newMark > highWaterMark) highWaterMark = newMark;
         if (feeShares == 0) return;
@@ -227,11 +308,16 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         );
     }
 
-    /// @dev Fee owed at this block and the price after minting it. Prices use the same virtual
+    /// @dev The active pool's net share price under the virtual offsets, before unminted fees.
+    function _activePrice() internal view returns (uint256) {
+        return (activeAssets() + 1).mulDiv(PRICE_SCALE, activeSupply() + 10 ** DECIMALS_OFFSET);
+    }
+
+    /// @dev Fee owed at this block and the mark after charging it. Prices use the same virtual
     /// offsets as the conversions (assets + 1, supply + 10**offset), so they are defined when empty.
     function _computeFee() internal view returns (uint256 feeShares, uint256 feeAssets, uint256 newMark) {
-        uint256 assets = totalAssets() + 1;
-        uint256 supply = totalSupply() + 10 ** DECIMALS_OFFSET;
+        uint256 assets = activeAssets() + 1;
+        uint256 supply = activeSupply() + 10 ** DECIMALS_OFFSET;
         uint256 price = assets.mulDiv(PRICE_SCALE, supply);
         uint256 mark = highWaterMark;
         if (price <= mark) return (0, 0, mark); // loss, or recovery still below the mark: no fee
@@ -254,16 +340,57 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         if (newMark < mark) newMark = mark; // the mark never falls
     }
 
-    function setFees(uint16 serviceFeeBps_, uint16 partnerFeeBps_) external onlyOwner {
+    /// @notice Changes the fees. A change that raises neither fee applies at once (and replaces any
+    /// scheduled increase); otherwise it is scheduled and may apply `feeChangeDelay` seconds later,
+    /// through `applyFeeChange()`. Until then the fees in force stay.
+    function setFees(uint16 serviceFeeBps_, uint16 partnerFeeBps_) external onlyOwner nonReentrant {
         _checkFees(serviceFeeBps_, partnerFeeBps_);
-        accrueFees(); // past yield is charged at the old rates
+        if (feeChangeEffectiveAt != 0) {
+            emit FeeChangeCancelled(scheduledServiceFeeBps, scheduledPartnerFeeBps);
+            _clearScheduledFees();
+        }
+        if (serviceFeeBps_ <= serviceFeeBps && partnerFeeBps_ <= partnerFeeBps) {
+            _applyFees(serviceFeeBps_, partnerFeeBps_);
+            return;
+        }
+        uint256 effectiveAt = block.timestamp + feeChangeDelay;
+        scheduledServiceFeeBps = serviceFeeBps_;
+        scheduledPartnerFeeBps = partnerFeeBps_;
+        feeChangeEffectiveAt = uint64(effectiveAt);
+        emit FeeChangeScheduled(serviceFeeBps_, partnerFeeBps_, effectiveAt);
+    }
+
+    /// @notice Applies the scheduled fee change once its notice has passed. Anyone may call it.
+    function applyFeeChange() external nonReentrant {
+        uint256 effectiveAt = feeChangeEffectiveAt;
+        if (effectiveAt == 0) revert NoFeeChangeScheduled();
+        if (block.timestamp < effectiveAt) revert FeeChangeNotDue(effectiveAt);
+        (uint16 s, uint16 p) = (scheduledServiceFeeBps, scheduledPartnerFeeBps);
+        _clearScheduledFees();
+        _applyFees(s, p);
+    }
+
+    function cancelFeeChange() external onlyOwner nonReentrant {
+        if (feeChangeEffectiveAt == 0) revert NoFeeChangeScheduled();
+        emit FeeChangeCancelled(scheduledServiceFeeBps, scheduledPartnerFeeBps);
+        _clearScheduledFees();
+    }
+
+    function _clearScheduledFees() private {
+        scheduledServiceFeeBps = 0;
+        scheduledPartnerFeeBps = 0;
+        feeChangeEffectiveAt = 0;
+    }
+
+    function _applyFees(uint16 s, uint16 p) private {
+        _accrueFees(); // past yield is charged at the old rates
         // The gain left above the mark (its fee at the old rates rounded below one base unit) is
         // forgiven rather than charged at the new rates.
-        uint256 price = (totalAssets() + 1).mulDiv(PRICE_SCALE, totalSupply() + 10 ** DECIMALS_OFFSET);
+        uint256 price = _activePrice();
         if (price > highWaterMark) highWaterMark = price;
-        serviceFeeBps = serviceFeeBps_;
-        partnerFeeBps = partnerFeeBps_;
-        emit FeesUpdated(serviceFeeBps_, partnerFeeBps_);
+        serviceFeeBps = s;
+        partnerFeeBps = p;
+        emit FeesUpdated(s, p);
     }
 
     function _checkFees(uint16 s, uint16 p) private pure {
@@ -272,19 +399,39 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
 
     // ---------------------------------------------------------------- operator
 
-    function pause() external onlyOwner {
+    function pause() external onlyOwner nonReentrant {
         _pause();
     }
 
-    function unpause() external onlyOwner {
+    function unpause() external onlyOwner nonReentrant {
         _unpause();
     }
 
     /// @notice One-way: deposits stop for good; exits keep working.
-    function deprecate() external onlyOwner {
+    function deprecate() external onlyOwner nonReentrant {
         if (deprecated) revert AlreadyDeprecated();
         deprecated = true;
         emit Deprecated(msg.sender);
+    }
+
+    /// @notice Disabled: an ownerless engine could never be paused, deprecated or have its fees set.
+    function renounceOwnership() public view override onlyOwner {
+        revert RenounceDisabled();
+    }
+
+    // ---------------------------------------------------------------- ERC-20 (guarded)
+
+    function transfer(address to, uint256 value) public override(ERC20, IERC20) nonReentrant returns (bool) {
+        return super.transfer(to, value);
+    }
+
+    function transferFrom(address from, address to, uint256 value)
+        public
+        override(ERC20, IERC20)
+        nonReentrant
+        returns (bool)
+    {
+        return super.transferFrom(from, to, value);
     }
 
     // ---------------------------------------------------------------- ERC-4626
@@ -294,11 +441,11 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
     }
 
     function _convertToShares(uint256 assets, Math.Rounding rounding) internal view override returns (uint256) {
-        return assets.mulDiv(totalSupplyAfterFees() + 10 ** DECIMALS_OFFSET, totalAssets() + 1, rounding);
+        return assets.mulDiv(activeSupply() + pendingFeeShares() + 10 ** DECIMALS_OFFSET, activeAssets() + 1, rounding);
     }
 
     function _convertToAssets(uint256 shares, Math.Rounding rounding) internal view override returns (uint256) {
-        return shares.mulDiv(totalAssets() + 1, totalSupplyAfterFees() + 10 ** DECIMALS_OFFSET, rounding);
+        return shares.mulDiv(activeAssets() + 1, activeSupply() + pendingFeeShares() + 10 ** DECIMALS_OFFSET, rounding);
     }
 
     function maxDeposit(address) public view override returns (uint256) {
@@ -312,31 +459,41 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         return _convertToShares(maxAssets, Math.Rounding.Floor);
     }
 
+    /// @notice The holder's assets, bounded by what the engine can pay out now (`exitLiquidity()`).
     function maxWithdraw(address owner_) public view override returns (uint256) {
-        return isAsync ? 0 : super.maxWithdraw(owner_);
+        return Math.min(_convertToAssets(balanceOf(owner_), Math.Rounding.Floor), exitLiquidity());
     }
 
+    /// @notice The holder's shares, bounded by the shares `exitLiquidity()` redeems.
     function maxRedeem(address owner_) public view override returns (uint256) {
-        return isAsync ? 0 : super.maxRedeem(owner_);
+        uint256 shares = balanceOf(owner_);
+        uint256 liquidity = exitLiquidity();
+        if (_convertToAssets(shares, Math.Rounding.Floor) <= liquidity) return shares;
+        return Math.min(shares, _convertToShares(liquidity, Math.Rounding.Floor));
     }
 
-    function deposit(uint256 assets, address receiver) public override returns (uint256) {
-        accrueFees();
+    function deposit(uint256 assets, address receiver) public override nonReentrant returns (uint256) {
+        _accrueFees();
         return super.deposit(assets, receiver);
     }
 
-    function mint(uint256 shares, address receiver) public override returns (uint256) {
-        accrueFees();
+    function mint(uint256 shares, address receiver) public override nonReentrant returns (uint256) {
+        _accrueFees();
         return super.mint(shares, receiver);
     }
 
-    function withdraw(uint256 assets, address receiver, address owner_) public override returns (uint256) {
-        accrueFees();
+    function withdraw(uint256 assets, address receiver, address owner_)
+        public
+        override
+        nonReentrant
+        returns (uint256)
+    {
+        _accrueFees();
         return super.withdraw(assets, receiver, owner_);
     }
 
-    function redeem(uint256 shares, address receiver, address owner_) public override returns (uint256) {
-        accrueFees();
+    function redeem(uint256 shares, address receiver, address owner_) public override nonReentrant returns (uint256) {
+        _accrueFees();
         return super.redeem(shares, receiver, owner_);
     }
 
@@ -349,6 +506,8 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
         internal
         override
     {
+        // Within maxWithdraw: an asynchronous underlying is never asked (its claimable assets
+        // belong to open requests), a synchronous one only within its own maxWithdraw.
         uint256 idle = idleAssets();
         if (idle < assets) _underlying.withdraw(assets - idle, address(this), address(this));
         super._withdraw(caller, receiver, owner_, assets, shares);
@@ -356,50 +515,70 @@ contract YieldEngine is ERC4626, Ownable, Pausable {
 
     // ---------------------------------------------------------------- asynchronous redeem
 
-    /// @notice Opens an exit on an engine over an asynchronous vault. The shares are escrowed in the
-    /// engine (still in the supply) and the matching underlying shares are requested; totalAssets and
-    /// the share price do not move. `claimRedeem` pays the escrowed shares at the claim-block price.
+    /// @notice Opens an exit on an engine over an asynchronous (ERC-7540) vault. The shares are
+    /// escrowed in the engine (still in the supply, out of the active pool) and the underlying shares
+    /// they are worth now are requested from the underlying with the standard
+    /// `requestRedeem(shares, controller = engine, owner = engine)`. The share price of the other
+    /// holders does not fall. `claimRedeem` pays exactly what that underlying request pays.
     function requestRedeem(uint256 shares, address controller, address owner_)
         external
+        nonReentrant
         returns (uint256 requestId)
     {
         if (!isAsync) revert NotAsync();
         if (shares == 0) revert ZeroShares();
         if (controller == address(0)) revert ZeroAddress();
-        accrueFees();
+        _accrueFees();
         if (msg.sender != owner_) _spendAllowance(owner_, msg.sender, shares);
         uint256 assets = _convertToAssets(shares, Math.Rounding.Floor);
+        // Rounded down: the request never takes more than the shares are worth from the pool.
+        uint256 uShares = _underlying.convertToShares(assets);
+        if (uShares == 0) revert ZeroShares();
+        uint256 held = heldUnderlyingShares();
+        if (uShares > held) revert ExceedsUnderlying(uShares, held);
         _transfer(owner_, address(this), shares);
-        // Round the underlying request up (capped by what is held) so the claim covers the holder.
-        uint256 uShares = Math.min(_underlying.previewWithdraw(assets), heldUnderlyingShares());
-        uint256 uRequestId =
-            uShares == 0 ? 0 : IAsyncRedeemVault(address(_underlying)).requestRedeem(uShares, address(this), address(this));
+        escrowedShares += shares;
         pendingUnderlyingShares += uShares;
+        uint256 uRequestId = IERC7540Redeem(address(_underlying)).requestRedeem(uShares, address(this), address(this));
         requestId = nextRequestId++;
         _requests[requestId] = RedeemRequest(controller, owner_, shares, uRequestId, uShares, false);
         emit RedeemRequested(controller, owner_, requestId, msg.sender, shares);
     }
 
-    /// @notice Claims a settled request (caller must be its controller) and emits the standard
-    /// `Withdraw(sender, receiver, controller, assets, shares)`.
-    function claimRedeem(uint256 requestId, address receiver) external returns (uint256 assets) {
+    /// @notice Claims a settled request (caller must be its controller): redeems the request's own
+    /// underlying shares with the standard `redeem(shares, engine, engine)`, burns the escrowed shares
+    /// and pays the receiver exactly the assets received. Reverts while the underlying request is not
+    /// claimable, and when the assets received fall short of what the underlying reported.
+    /// Emits the standard `Withdraw(sender, receiver, controller, assets, shares)`.
+    function claimRedeem(uint256 requestId, address receiver) external nonReentrant returns (uint256 assets) {
         RedeemRequest storage r = _requests[requestId];
         if (r.controller != msg.sender) revert NotController(requestId, msg.sender);
         if (r.claimed) revert AlreadyClaimed(requestId);
-        accrueFees();
+        if (!_claimable(r)) revert NotClaimable(requestId);
+        _accrueFees();
         uint256 shares = r.shares;
-        assets = _convertToAssets(shares, Math.Rounding.Floor);
+        uint256 uShares = r.underlyingShares;
         r.claimed = true;
-        if (r.underlyingShares > 0) {
-            pendingUnderlyingShares -= r.underlyingShares;
-            IAsyncRedeemVault(address(_underlying)).claim(r.underlyingRequestId, address(this));
-        }
-        // The underlying pays at its own rounding; never pay more than the engine holds.
-        assets = Math.min(assets, idleAssets());
+        escrowedShares -= shares;
+        pendingUnderlyingShares -= uShares;
+        uint256 idleBefore = idleAssets();
+        uint256 owed = _underlying.redeem(uShares, address(this), address(this));
+        assets = idleAssets() - idleBefore;
+        if (assets < owed) revert ClaimShortfall(requestId, owed, assets);
         _burn(address(this), shares);
         IERC20(asset()).safeTransfer(receiver, assets);
         emit Withdraw(msg.sender, receiver, msg.sender, assets, shares);
         emit RedeemClaimed(msg.sender, receiver, requestId, assets, shares);
+    }
+
+    /// @dev The underlying request no longer pending and the engine's claimable shares cover it.
+    /// Claimable shares of one controller are fungible in ERC-7540 (claims are by amount), so the
+    /// aggregate is what counts; the request's own pending amount says whether it has settled.
+    function _claimable(RedeemRequest memory r) private view returns (bool) {
+        if (IERC7540Redeem(address(_underlying)).pendingRedeemRequest(r.underlyingRequestId, address(this)) > 0) {
+            return false;
+        }
+        return _underlying.maxRedeem(address(this)) >= r.underlyingShares;
     }
 
     function _probeAsync(address vault) private view returns (bool) {

@@ -15,7 +15,8 @@ interface IMintable {
 /// Interest is simple between accruals and compounds at each accrual; `totalAssets()` includes the
 /// interest earned up to the current block, so a read at any block is the exact price of that block.
 /// Interest is paid by minting the asset to the vault (the vault must be a minter of the asset).
-/// The owner can halt deposits (upstream pause: `maxDeposit` 0) and realise a loss.
+/// The owner can halt deposits (upstream pause: `maxDeposit` 0), halt exits (`maxWithdraw`/`maxRedeem` 0)
+/// and realise a loss.
 contract YieldVault is ERC4626, Ownable {
     using SafeERC20 for IERC20;
 
@@ -28,9 +29,12 @@ contract YieldVault is ERC4626, Ownable {
     uint256 public lastAccrual;
     /// @notice Upstream halt: deposits and mints are refused while set; exits keep working.
     bool public paused;
+    /// @notice Upstream exit halt: withdrawals and redeems (claims, on the async vault) are refused.
+    bool public exitsHalted;
 
     event RateUpdated(uint256 ratePerSecond);
     event Halted(bool paused);
+    event ExitsHalted(bool halted);
     event LossRealized(uint256 assets);
     event InterestAccrued(uint256 assets);
 
@@ -78,6 +82,11 @@ contract YieldVault is ERC4626, Ownable {
         emit Halted(paused_);
     }
 
+    function setExitsHalted(bool halted) external onlyOwner {
+        exitsHalted = halted;
+        emit ExitsHalted(halted);
+    }
+
     /// @notice Sends `assets` out of the vault to the owner: every holder's share price falls.
     function realizeLoss(uint256 assets) external onlyOwner {
         accrue();
@@ -91,6 +100,14 @@ contract YieldVault is ERC4626, Ownable {
 
     function maxMint(address receiver) public view virtual override returns (uint256) {
         return paused ? 0 : super.maxMint(receiver);
+    }
+
+    function maxWithdraw(address owner_) public view virtual override returns (uint256) {
+        return exitsHalted ? 0 : super.maxWithdraw(owner_);
+    }
+
+    function maxRedeem(address owner_) public view virtual override returns (uint256) {
+        return exitsHalted ? 0 : super.maxRedeem(owner_);
     }
 
     // Every entry point accrues first so that the stored balance equals `totalAssets()` when shares

@@ -12,6 +12,7 @@ import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import { loadEmbedAssets } from './embed/assets.ts';
+import { provisionDemoEmbeds } from './embed/demo.ts';
 import { embedPublicUrl } from './embed/public-url.ts';
 import type { Logger } from './logger.ts';
 import { refreshDemoPortalAccess } from './portal/demo.ts';
@@ -21,11 +22,9 @@ import { createRedis, type Redis } from './redis.ts';
 import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
 import { writeDemoCredentials } from './sync/demo-credentials.ts';
-import { buildWorkerJobs } from './sync/worker-jobs.ts';
-import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
-import { createInboundLinker } from './webhooks/inbound-linker.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
+import { buildWorkerJobs } from './worker/jobs.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
 
 export interface RunningService {
@@ -128,10 +127,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           secretBox,
         });
         if (demo.provisioned) {
+          const baseUrl = url ?? `http://${config.HOST}:${config.PORT}`;
+          const partners = await provisionDemoEmbeds(
+            db,
+            demo.credentials,
+            embedPublicUrl(config, Number(new URL(baseUrl).port) || config.PORT),
+          );
           const file = writeDemoCredentials(config.DATA_DIR, {
-            base_url: url ?? `http://${config.HOST}:${config.PORT}`,
+            base_url: baseUrl,
             rpc_url: local.anvil.rpcUrl,
-            partners: demo.credentials,
+            partners,
           });
           logger.info({ file }, 'demo credentials written');
         }
@@ -145,12 +150,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         }
       }
       if (!stopRequested && config.ROLES.includes('worker')) {
-        const dispatcher = createDispatcher({ db, logger, sender, secretBox });
-        const linker = createInboundLinker({ db, logger });
-        worker = createWorker(
-          [...buildWorkerJobs({ db, logger, runtime }), dispatcher.job(), linker.job()],
-          logger,
-        );
+        const jobs = buildWorkerJobs({ db, logger, runtime, webhooks: { sender, secretBox } });
+        worker = createWorker(jobs, logger);
         worker.start();
       }
       return { chains: runtime.chains, localRpcUrl: local?.anvil.rpcUrl };

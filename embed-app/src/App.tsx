@@ -65,6 +65,8 @@ export function App({ config }: { config: EmbedPageConfig }) {
   );
 
   useEffect(() => {
+    // "iframe load to interactive": the frame's navigation start to this first committed render.
+    performance.mark('embed-interactive');
     if (rootRef.current) host.watchSize(rootRef.current);
     host.emit('ready', { product_slug: config.slug });
     if (config.bridge && config.host_origin) {

@@ -70,6 +70,7 @@ export interface AppDeps {
   embed?: {
     assets: EmbedAssets | undefined;
     ratePerMinute: number;
+    rateClock?: () => number;
     publicUrl?: () => string | undefined;
   };
 }

@@ -7,6 +7,7 @@
  */
 import type { ChainClient } from '../chain/client.ts';
 import { readEngineFlags } from '../chain/read-engine-flags.ts';
+import { readExitStatus } from '../chain/read-exit-status.ts';
 import { readPosition } from '../chain/read-position.ts';
 import { readUpstreamStatus } from '../chain/read-upstream-status.ts';
 import type { Product } from '../db/products.ts';
@@ -31,6 +32,10 @@ export interface PositionReading {
 export interface HealthReading {
   isPaused: boolean;
   underlyingOk: boolean;
+  /** Exits are requested and claimed later (an asynchronous underlying). */
+  asyncExits: boolean;
+  /** The underlying lets the engine take out less than it holds there. */
+  exitsLimited: boolean;
   lastBlock: bigint;
 }
 
@@ -113,15 +118,22 @@ export function createChainReader(options: ChainReaderOptions) {
         bounded(async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
-          const [flags, upstream] = await Promise.all([
+          const [flags, upstream, exits] = await Promise.all([
             readEngineFlags(client, { engine, blockNumber }),
             readUpstreamStatus(client, {
               vault: product.underlyingVaultAddress,
               engine,
               blockNumber,
             }),
+            readExitStatus(client, { engine, blockNumber }),
           ]);
-          return { isPaused: flags.paused, underlyingOk: upstream.ok, lastBlock: blockNumber };
+          return {
+            isPaused: flags.paused,
+            underlyingOk: upstream.ok,
+            asyncExits: exits.async,
+            exitsLimited: exits.limited,
+            lastBlock: blockNumber,
+          };
         }),
       );
     },

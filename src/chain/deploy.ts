@@ -17,7 +17,15 @@ export interface EngineParams {
   partnerFeeBps: number;
   /** Owner of the engine: may pause, unpause, deprecate and change fees. */
   operator: Address;
+  /**
+   * Notice before a fee increase may apply, fixed for the engine's life (decreases apply at once).
+   * Default: DEFAULT_FEE_CHANGE_DELAY_SECONDS.
+   */
+  feeChangeDelaySeconds?: number;
 }
+
+/** Seven days: a fee increase is announced on chain a week before it may apply. */
+export const DEFAULT_FEE_CHANGE_DELAY_SECONDS = 7 * 86_400;
 
 export interface Deployed {
   address: Address;
@@ -52,6 +60,7 @@ export function engineConstructorArgs(p: EngineParams) {
     p.serviceFeeBps,
     p.partnerFeeBps,
     p.operator,
+    BigInt(p.feeChangeDelaySeconds ?? DEFAULT_FEE_CHANGE_DELAY_SECONDS),
   ] as const;
 }
 

@@ -72,6 +72,26 @@ async function createPostgres(options: { url: string; poolMax?: number }): Promi
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  /**
+   * A client checked out of the pool (a transaction, a COPY) has no 'error' listener of the pool's:
+   * a connection dropped under it (a PostgreSQL restart, a terminated backend) would emit an
+   * unhandled 'error' event and end the process. Listen while it is out; the query in flight
+   * rejects on its own, and a broken client is destroyed on release instead of reused.
+   */
+  const checkout = async <T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on('error', onError);
+    try {
+      return await fn(client);
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  };
   const copy = async (
     client: pg.PoolClient,
     table: string,
@@ -96,34 +116,25 @@ async function createPostgres(options: { url: string; poolMax?: number }): Promi
     exec: async (sql) => {
       await pool.query(sql);
     },
-    async copyFrom(table, columns, text) {
-      const client = await pool.connect();
-      try {
-        return await copy(client, table, columns, text);
-      } finally {
-        client.release();
-      }
-    },
-    async transaction(fn) {
-      const client = await pool.connect();
-      try {
+    copyFrom: (table, columns, text) => checkout((client) => copy(client, table, columns, text)),
+    transaction: (fn) =>
+      checkout(async (client) => {
         await client.query('BEGIN');
-        const result = await fn({
-          query: (sql, params) => run(client, sql, params),
-          exec: async (sql) => {
-            await client.query(sql);
-          },
-          copyFrom: (table, columns, text) => copy(client, table, columns, text),
-        });
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
+        try {
+          const result = await fn({
+            query: (sql, params) => run(client, sql, params),
+            exec: async (sql) => {
+              await client.query(sql);
+            },
+            copyFrom: (table, columns, text) => copy(client, table, columns, text),
+          });
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw err;
+        }
+      }),
     close: () => pool.end(),
   };
 }

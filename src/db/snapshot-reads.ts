@@ -7,6 +7,11 @@
  * The same holds for a PROVISIONAL row (written at activation, at the deployment block, replaced
  * by the day's real row when the day closes): latest_metrics serves it (as_of_date = deployment
  * day, APYs null), apy-history, fee-stats and yield-calc's latest APY never do.
+ *
+ * Fee figures (DECISIONS, "Fee figures"): earned = minted (the engine's cumulative counters) +
+ * pending (its pendingFees() view), both read at the boundary block. A row written before
+ * migration 0021 has no pending part and fees of the old definition: fee-stats skips it until the
+ * metrics processor has replaced it (its next run).
  */
 import type { Queryable } from './client.ts';
 
@@ -18,7 +23,12 @@ export interface SnapshotView {
   dailyYieldAssets: bigint | null;
   dailyPartnerFee: bigint | null;
   dailyServiceFee: bigint | null;
-  cumulativePartnerFee: bigint;
+  /** Earned up to the day's boundary: minted + pending. Pending is 0 on a legacy row. */
+  cumulativePartnerFeeEarned: bigint;
+  cumulativeServiceFeeEarned: bigint;
+  /** The engine's minted counters at the boundary: what reached the recipients' wallets. */
+  cumulativePartnerFeeMinted: bigint;
+  cumulativeServiceFeeMinted: bigint;
 }
 
 interface Row {
@@ -31,6 +41,9 @@ interface Row {
   daily_partner_fee: string | null;
   daily_service_fee: string | null;
   partner_fee_assets_total: string;
+  service_fee_assets_total: string;
+  partner_fee_pending: string | null;
+  service_fee_pending: string | null;
 }
 
 const big = (v: string | null) => (v === null ? null : BigInt(v));
@@ -42,11 +55,17 @@ const toView = (r: Row): SnapshotView => ({
   dailyYieldAssets: big(r.daily_yield_assets),
   dailyPartnerFee: big(r.daily_partner_fee),
   dailyServiceFee: big(r.daily_service_fee),
-  cumulativePartnerFee: BigInt(r.partner_fee_assets_total),
+  cumulativePartnerFeeEarned:
+    BigInt(r.partner_fee_assets_total) + BigInt(r.partner_fee_pending ?? '0'),
+  cumulativeServiceFeeEarned:
+    BigInt(r.service_fee_assets_total) + BigInt(r.service_fee_pending ?? '0'),
+  cumulativePartnerFeeMinted: BigInt(r.partner_fee_assets_total),
+  cumulativeServiceFeeMinted: BigInt(r.service_fee_assets_total),
 });
 
 const COLUMNS = `product_id, date, engine_total_assets, underlying_apy, net_apy_for_user,
-  daily_yield_assets, daily_partner_fee, daily_service_fee, partner_fee_assets_total`;
+  daily_yield_assets, daily_partner_fee, daily_service_fee, partner_fee_assets_total,
+  service_fee_assets_total, partner_fee_pending, service_fee_pending`;
 
 export function createSnapshotReads(db: Queryable) {
   return {
@@ -103,6 +122,7 @@ export function createSnapshotReads(db: Queryable) {
         `SELECT ${COLUMNS} FROM daily_snapshots
          WHERE product_id = $1 AND date BETWEEN $2 AND $3
            AND daily_yield_assets IS NOT NULL AND net_apy_for_user IS NOT NULL AND NOT provisional
+           AND partner_fee_pending IS NOT NULL AND service_fee_pending IS NOT NULL
          ORDER BY date ASC`,
         [productId, from, to],
       );

@@ -8,6 +8,10 @@
  * block, so latest_metrics is never null for an active product. It has no APY and no daily
  * figures, never covers its day for the processor (coverage, latestFinal), and the processor's
  * real row for that day replaces it (insertMany). A real row is never replaced.
+ *
+ * A LEGACY row (written before migration 0021: no pending fees, daily fees of the old minted-only
+ * definition) is treated like a provisional one by the processor: it covers no day, is no previous
+ * day, and the recomputed real row replaces it. The API keeps serving its APYs meanwhile.
  */
 import type { Queryable } from './client.ts';
 
@@ -26,6 +30,12 @@ export interface Snapshot {
   /** Cumulative fee counters of the engine at the block (assets valued at accrual). */
   serviceFeeAssetsTotal: bigint;
   partnerFeeAssetsTotal: bigint;
+  /**
+   * The fee the engine's next accrual would charge at the block, split as it splits it (its
+   * `pendingFees()` view). Earned = minted (the totals above) + pending. Null only on a legacy row.
+   */
+  serviceFeePending: bigint | null;
+  partnerFeePending: bigint | null;
   /** Flows of the day: sums of the engine's Deposit and Withdraw `assets`. */
   depositsAssets: bigint;
   withdrawalsAssets: bigint;
@@ -33,10 +43,16 @@ export interface Snapshot {
   underlyingApy: string | null;
   netApyForUser: string | null;
   dailyYieldAssets: bigint | null;
+  /** Change of the fee earned (minted + pending) since the previous day's boundary. */
   dailyPartnerFee: bigint | null;
   dailyServiceFee: bigint | null;
   /** Written at activation, replaced by the day's real row (absent: false). */
   provisional?: boolean;
+}
+
+/** True for a row the processor built on (neither provisional nor written before 0021). */
+export function isFinal(s: Snapshot): boolean {
+  return !s.provisional && s.partnerFeePending !== null && s.serviceFeePending !== null;
 }
 
 interface SnapshotRow {
@@ -50,6 +66,8 @@ interface SnapshotRow {
   underlying_total_supply: string;
   service_fee_assets_total: string;
   partner_fee_assets_total: string;
+  service_fee_pending: string | null;
+  partner_fee_pending: string | null;
   deposits_assets: string;
   withdrawals_assets: string;
   underlying_apy: string | null;
@@ -71,6 +89,8 @@ const COLUMNS = [
   'underlying_total_supply',
   'service_fee_assets_total',
   'partner_fee_assets_total',
+  'service_fee_pending',
+  'partner_fee_pending',
   'deposits_assets',
   'withdrawals_assets',
   'underlying_apy',
@@ -82,7 +102,9 @@ const COLUMNS = [
 ] as const;
 
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
-/** Rows per INSERT statement: 18 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** A real row the processor relies on: not provisional, and written since migration 0021. */
+const FINAL = 'NOT provisional AND partner_fee_pending IS NOT NULL';
+/** Rows per INSERT statement: 20 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -100,6 +122,8 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     underlyingTotalSupply: big(r.underlying_total_supply),
     serviceFeeAssetsTotal: big(r.service_fee_assets_total),
     partnerFeeAssetsTotal: big(r.partner_fee_assets_total),
+    serviceFeePending: bigOrNull(r.service_fee_pending),
+    partnerFeePending: bigOrNull(r.partner_fee_pending),
     depositsAssets: big(r.deposits_assets),
     withdrawalsAssets: big(r.withdrawals_assets),
     underlyingApy: r.underlying_apy,
@@ -124,6 +148,8 @@ function params(s: Snapshot): unknown[] {
     s.underlyingTotalSupply.toString(),
     s.serviceFeeAssetsTotal.toString(),
     s.partnerFeeAssetsTotal.toString(),
+    str(s.serviceFeePending),
+    str(s.partnerFeePending),
     s.depositsAssets.toString(),
     s.withdrawalsAssets.toString(),
     s.underlyingApy,
@@ -139,8 +165,8 @@ export function createSnapshotsRepo(db: Queryable) {
   return {
     /**
      * Inserts the rows whose (product, day) has none yet; an existing real day is never changed (a
-     * rerun of a day is a no-op). A real row replaces a PROVISIONAL row of its day; a provisional
-     * row never replaces anything. Returns the keys `productId|date` of the rows actually written
+     * rerun of a day is a no-op). A real row replaces a PROVISIONAL or LEGACY row of its day; a
+     * provisional row never replaces anything. Returns the keys `productId|date` of the rows actually written
      * (inserted or replacing a provisional one), so the caller emits a day's events only with the
      * write that created the day's real row.
      */
@@ -161,7 +187,8 @@ export function createSnapshotsRepo(db: Queryable) {
                .map((c) => `${c} = EXCLUDED.${c}`)
                .join(', ')},
              created_at = now()
-           WHERE daily_snapshots.provisional AND NOT EXCLUDED.provisional
+           WHERE (daily_snapshots.provisional OR daily_snapshots.partner_fee_pending IS NULL)
+             AND NOT EXCLUDED.provisional
            RETURNING product_id, date`,
           values,
         );
@@ -183,10 +210,10 @@ export function createSnapshotsRepo(db: Queryable) {
       return (await this.insertMany([{ ...row, provisional: true }])).size === 1;
     },
 
-    /** The newest real (not provisional) row of the product: the processor's previous day. */
+    /** The newest final (not provisional, not legacy) row: the processor's previous day. */
     async latestFinal(productId: string): Promise<Snapshot | undefined> {
       const { rows } = await db.query<SnapshotRow>(
-        `${SELECT} WHERE product_id = $1 AND NOT provisional ORDER BY date DESC LIMIT 1`,
+        `${SELECT} WHERE product_id = $1 AND ${FINAL} ORDER BY date DESC LIMIT 1`,
         [productId],
       );
       return rows[0] && toSnapshot(rows[0]);
@@ -220,13 +247,13 @@ export function createSnapshotsRepo(db: Queryable) {
     },
 
     /**
-     * Number of real rows of the product and its newest real day (the processor's resume point):
-     * a provisional row does not cover its day.
+     * Number of final rows of the product and its newest final day (the processor's resume
+     * point): a provisional or legacy row does not cover its day.
      */
     async coverage(productId: string): Promise<{ count: number; latestDate: string | null }> {
       const { rows } = await db.query<{ count: string; latest: string | null }>(
         `SELECT count(*) AS count, max(date) AS latest FROM daily_snapshots
-         WHERE product_id = $1 AND NOT provisional`,
+         WHERE product_id = $1 AND ${FINAL}`,
         [productId],
       );
       return { count: Number(rows[0]?.count ?? 0), latestDate: rows[0]?.latest ?? null };

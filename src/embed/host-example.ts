@@ -25,10 +25,10 @@ export function renderHostExample(o: {
 <style>
   body { font-family: system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }
   header { padding: 1rem 1.5rem; background: #1d2330; color: #fff; }
-  main { display: grid; grid-template-columns: minmax(320px, 420px) 1fr; gap: 1.5rem; padding: 1.5rem; }
+  main { display: grid; grid-template-columns: minmax(340px, 440px) minmax(0, 1fr); gap: 1.5rem; padding: 1.5rem; }
   h1 { font-size: 1.1rem; margin: 0; }
   h2 { font-size: 1rem; }
-  ol { font: 0.85rem ui-monospace, monospace; padding-left: 1.2rem; }
+  ol { font: 0.85rem ui-monospace, monospace; padding-left: 1.2rem; overflow-wrap: anywhere; }
   @media (max-width: 720px) { main { grid-template-columns: 1fr; } }
 </style>
 <script src="${escapeHtml(o.embedBase)}/host.js"></script>

@@ -72,6 +72,8 @@ export interface EmbedPluginOptions {
   redis?: Redis | undefined;
   /** Requests per client address per minute (assets excepted). */
   ratePerMinute: number;
+  /** Clock of the per-address windows (tests pin it; Redis counts by its own clock). */
+  rateClock?: () => number;
   /** The built app; undefined when it was not built (pages then answer 503 saying so). */
   assets: EmbedAssets | undefined;
   /** Public URL of the embed (`…/embed`), for the host example; by default the request's own. */
@@ -151,7 +153,7 @@ export function embedPlugin(opts: EmbedPluginOptions): FastifyPluginAsyncTypebox
   return async (app) => {
     const counter = opts.redis
       ? createRedisCounter(opts.redis, 'pys:embed:')
-      : createMemoryCounter();
+      : createMemoryCounter(opts.rateClock);
     app.addHook('onRequest', async (request) => {
       if (request.url.startsWith(`${EMBED_PREFIX}/assets/`)) return;
       const { count, resetMs } = await counter.hit(request.ip, 60_000);

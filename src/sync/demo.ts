@@ -43,6 +43,8 @@ export interface DemoEnvironmentCredentials {
   products: Record<(typeof PRODUCT_KEYS)[number], string>;
   /** Wallets holding a position in the `active` product. */
   wallets: string[];
+  /** The embed of the active product and a host page on another loopback origin (src/embed/demo.ts). */
+  embed?: { url: string; host_example_url: string };
 }
 
 export interface DemoPartnerCredentials {

@@ -30,13 +30,14 @@
 import type { Hex } from 'viem';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { halvedSpan, RangeRejectedError } from '../chain/log-ranges.ts';
 import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
 import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
-import { createLeasesRepo } from '../db/leases.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
-import { createPeriodicJob, type Job } from '../worker/runner.ts';
+import { createLease, createLeasedJob } from '../worker/lease.ts';
+import type { Job } from '../worker/runner.ts';
 import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
 import {
   ChainMovedError,
@@ -44,7 +45,6 @@ import {
   type FetchResult,
   fetchRange as readRange,
 } from './indexer/fetch-range.ts';
-import { RangeRejectedError } from './indexer/logs.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
 
 export interface IndexerDeps {
@@ -92,19 +92,14 @@ const GROW_AFTER = 16;
 /** Reorg rewinds or mid-range chain changes tolerated in one round before giving up until the next. */
 const MAX_RESTARTS_PER_ROUND = 5;
 
-export class LeaseLostError extends Error {
-  override name = 'LeaseLostError';
-}
-
 export function createIndexer(deps: IndexerDeps): Indexer {
   const { db, logger, chain, client, holder } = deps;
   const chainId = chain.chainId;
-  const leaseName = `indexer:${chainId}`;
   const ttl = deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const maxRewind = BigInt(deps.maxRewindBlocks ?? DEFAULT_MAX_REWIND_BLOCKS);
   const configuredLimit = BigInt(Math.max(1, chain.blockRangeLimit));
   const log = logger.child({ component: 'indexer', chainId });
-  const leases = createLeasesRepo(db);
+  const lease = createLease({ db, name: `indexer:${chainId}`, holder, ttlMs: ttl });
   const cursors = createCursorsRepo(db);
   const insertChunk = deps.insertChunk ?? insertChunkFor(db.engine);
   let limit = configuredLimit;
@@ -117,8 +112,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   /** Runs fn in a transaction that commits only while this process still holds the lease. */
   const leasedTx = <T>(fn: (tx: Queryable) => Promise<T>) =>
     db.transaction(async (tx) => {
-      if (!(await createLeasesRepo(tx).renew(leaseName, holder, ttl)))
-        throw new LeaseLostError(`lease ${leaseName} lost by ${holder}`);
+      await lease.renewIn(tx);
       return fn(tx);
     });
 
@@ -226,9 +220,13 @@ export function createIndexer(deps: IndexerDeps): Indexer {
   }
 
   async function runOnce(signal?: AbortSignal): Promise<IndexRound> {
-    const round: IndexRound = { leased: false, fromBlock: null, toBlock: null, events: 0, logs: 0 };
-    if (!(await leases.acquire(leaseName, holder, ttl))) return round;
-    round.leased = true;
+    const ran = await lease.run(() => indexRound(signal));
+    return ran?.value ?? { leased: false, fromBlock: null, toBlock: null, events: 0, logs: 0 };
+  }
+
+  /** One round while holding the lease: from the cursor up to the confirmed head. */
+  async function indexRound(signal?: AbortSignal): Promise<IndexRound> {
+    const round: IndexRound = { leased: true, fromBlock: null, toBlock: null, events: 0, logs: 0 };
 
     const head = await headNumber(client);
     const safe = head - BigInt(chain.confirmationDepth);
@@ -255,10 +253,16 @@ export function createIndexer(deps: IndexerDeps): Indexer {
         result = await (pending ?? fetchRange(cursor, to, engines));
       } catch (err) {
         pending = undefined;
-        if (err instanceof RangeRejectedError && to > cursor.blockNumber + 1n) {
-          limit = (to - cursor.blockNumber) / 2n;
+        const half =
+          err instanceof RangeRejectedError ? halvedSpan(cursor.blockNumber + 1n, to) : undefined;
+        if (half !== undefined) {
+          // The same split as readLogRanges, remembered: the next ranges ask for the smaller span.
+          limit = half;
           successes = 0;
-          log.warn({ err: err.message, limit: limit.toString() }, 'range rejected: shrinking');
+          log.warn(
+            { err: (err as Error).message, limit: limit.toString() },
+            'range rejected: shrinking',
+          );
           continue;
         }
         if (err instanceof ChainMovedError && ++restarts <= MAX_RESTARTS_PER_ROUND) {
@@ -318,25 +322,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       return limit;
     },
     job(intervalMs: number): Job {
-      const periodic = createPeriodicJob({
-        name: leaseName,
-        intervalMs,
-        logger,
-        tick: async (signal) => {
-          await runOnce(signal);
-        },
-      });
-      return {
-        name: periodic.name,
-        start: () => periodic.start(),
-        async stop() {
-          await periodic.stop();
-          // Hand the chain over at once instead of making the next holder wait for expiry.
-          await leases.release(leaseName, holder).catch((err: unknown) => {
-            log.warn({ err }, 'releasing the indexer lease failed');
-          });
-        },
-      };
+      return createLeasedJob({ lease, intervalMs, logger, tick: runOnce });
     },
   };
 }

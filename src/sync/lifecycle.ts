@@ -45,13 +45,13 @@ import { readUpstreamStatus } from '../chain/read-upstream-status.ts';
 import { chainErrorMessage, operatorWallet } from '../chain/send-engine-call.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
-import { createLeasesRepo } from '../db/leases.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import { createSnapshotsRepo } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { outboundPayload } from '../webhooks/event-catalogue.ts';
-import { createPeriodicJob, type Job } from '../worker/runner.ts';
+import { createLease, createLeasedJob } from '../worker/lease.ts';
+import type { Job } from '../worker/runner.ts';
 import { applyPauseReasons } from './lifecycle/status.ts';
 import { readProvisionalSnapshot } from './metrics/provisional.ts';
 
@@ -87,7 +87,7 @@ export function createLifecycle(options: LifecycleOptions) {
   const wallet = operatorWallet(chain);
   const products = createProductsRepo(db);
   const store = createProductDeploysRepo(db);
-  const leases = createLeasesRepo(db);
+  const lease = createLease({ db, name: leaseName, holder, ttlMs: leaseTtlMs });
   const log = logger.child({ job: leaseName });
   const warnedNoDeployer = new Set<string>();
 
@@ -378,9 +378,13 @@ export function createLifecycle(options: LifecycleOptions) {
   }
 
   async function tick(): Promise<LifecycleTickResult> {
-    const result: LifecycleTickResult = { leased: false, deployed: [], moved: [] };
-    if (!(await leases.acquire(leaseName, holder, leaseTtlMs))) return result;
-    result.leased = true;
+    const ran = await lease.run(round);
+    return ran?.value ?? { leased: false, deployed: [], moved: [] };
+  }
+
+  /** One round while holding the chain's lease: deployments first, then statuses. */
+  async function round(): Promise<LifecycleTickResult> {
+    const result: LifecycleTickResult = { leased: true, deployed: [], moved: [] };
     const head = await client.getBlockNumber({ cacheTime: 0 }); // never a cached head: depth is counted from it
     await deployPending(head, result);
     const confirmed = head - BigInt(chain.confirmationDepth);
@@ -392,22 +396,7 @@ export function createLifecycle(options: LifecycleOptions) {
     tick,
     /** The periodic job; on stop it hands the lease back so another worker takes over at once. */
     job(intervalMs: number): Job {
-      const inner = createPeriodicJob({
-        name: leaseName,
-        intervalMs,
-        logger,
-        tick: async () => {
-          await tick();
-        },
-      });
-      return {
-        name: inner.name,
-        start: () => inner.start(),
-        async stop() {
-          await inner.stop();
-          await leases.release(leaseName, holder).catch(() => {});
-        },
-      };
+      return createLeasedJob({ lease, intervalMs, logger, tick });
     },
   };
 }

@@ -17,11 +17,12 @@ import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
 import { yieldEngineAbi } from '../chain/generated/index.ts';
 import { readEngineFigures } from '../chain/read-engine-figures.ts';
+import { readPendingFees } from '../chain/read-pending-fees.ts';
 import { readVaultTotals, type VaultTotals } from '../chain/read-vault-totals.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
-import { createSnapshotsRepo, type Snapshot } from '../db/snapshots.ts';
+import { createSnapshotsRepo, isFinal, type Snapshot } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import {
@@ -170,7 +171,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     const firstDay = utcDate(await times.timestamp(deployedBlock));
     const plan: ProductPlan = { product, engine, deployedBlock, days: [], existing: new Map() };
     if (firstDay > lastDay) return plan;
-    // Real rows only: a provisional row neither covers its day nor serves as a previous day.
+    // Final rows only: a provisional or legacy row neither covers its day nor is a previous day.
     const { count, latestDate } = await snapshots.coverage(product.id);
     if (latestDate === null) {
       plan.days = dayRange(firstDay, lastDay);
@@ -182,7 +183,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     } else {
       // Holes (rows deleted by hand, say): fill every missing day, each against its previous day.
       for (const row of await snapshots.listRange(product.id, firstDay, lastDay)) {
-        if (!row.provisional) plan.existing.set(row.date, row);
+        if (isFinal(row)) plan.existing.set(row.date, row);
       }
       plan.days = dayRange(firstDay, lastDay).filter((d) => !plan.existing.has(d));
     }
@@ -328,15 +329,17 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     blockNumber: bigint,
     times: BlockTimes,
   ): Promise<BoundaryReads> {
-    const [timestamp, engineFigures, vaultTotals] = await Promise.all([
+    const [timestamp, engineFigures, pending, vaultTotals] = await Promise.all([
       times.timestamp(blockNumber),
       readEngineFigures(client, { engine, blockNumber }),
+      readPendingFees(client, { engine, blockNumber }),
       readUnderlying(product.underlyingVaultAddress, blockNumber),
     ]);
     return {
       blockNumber,
       blockTimestamp: new Date(timestamp * 1000),
       ...engineFigures,
+      ...pending,
       underlyingAssets: vaultTotals.totalAssets,
       underlyingSupply: vaultTotals.totalSupply,
     };

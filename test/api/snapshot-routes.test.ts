@@ -89,7 +89,11 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         dailyYield: i === 0 ? null : 136_986n + BigInt(i),
         dailyPartnerFee: i === 0 ? null : 3_424n,
         dailyServiceFee: i === 0 ? null : 2_054n,
-        partnerFeeTotal: BigInt(i) * 3_424n,
+        // Earned = minted + pending: 3,424 a day in all, of which up to 999 not yet minted.
+        partnerFeeTotal: BigInt(i) * 3_424n - BigInt(i % 1000),
+        partnerFeePending: BigInt(i % 1000),
+        serviceFeeTotal: BigInt(i) * 2_054n - 7n * BigInt(i % 3),
+        serviceFeePending: 7n * BigInt(i % 3),
       })),
     );
     // late: 40 full days ending 06-26 (no first-day row in the windows).
@@ -256,9 +260,48 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         daily_yield_assets: '0.137184', // 136,986 + 198 base units
         daily_partner_fee_earned: '0.003424',
         daily_service_fee_earned: '0.002054',
-        cumulative_partner_fee_earned: '0.677952', // 198 × 3,424
+        cumulative_partner_fee_earned: '0.677952', // 198 × 3,424 (minted + pending)
+        cumulative_service_fee_earned: '0.406692', // 198 × 2,054
+        cumulative_partner_fee_minted: '0.677754', // less the 198 pending
+        cumulative_service_fee_minted: '0.406692', // 198 % 3 = 0: nothing pending
         net_apy_for_user: expect.stringMatching(/^-?0\.\d{6}$/),
       });
+      // Every row: earned ≥ minted; the daily figures sum to the change of the cumulative one.
+      for (const r of rows) {
+        const earned = new Decimal(r.cumulative_partner_fee_earned!);
+        expect(earned.gte(r.cumulative_partner_fee_minted!)).toBe(true);
+      }
+      const sum = rows
+        .slice(1)
+        .reduce((s, r) => s.plus(r.daily_partner_fee_earned!), new Decimal(0));
+      expect(sum.toFixed()).toBe(
+        new Decimal(last.cumulative_partner_fee_earned!)
+          .minus(rows[0]!.cumulative_partner_fee_earned!)
+          .toFixed(),
+      );
+      expect(rows.at(-2)).toMatchObject({
+        date: '2026-06-28',
+        cumulative_partner_fee_earned: '0.674528', // 197 × 3,424
+        cumulative_partner_fee_minted: '0.674331',
+        cumulative_service_fee_earned: '0.404638',
+        cumulative_service_fee_minted: '0.404624', // 197 % 3 = 2: 14 pending
+      });
+    });
+
+    it('skips a row written before pending fees were recorded until it is recomputed', async () => {
+      // `late`'s 06-20 is rewritten as a legacy row (no pending part): not served by fee-stats.
+      await t.db.query(
+        `UPDATE daily_snapshots SET partner_fee_pending = NULL, service_fee_pending = NULL
+         WHERE product_id = (SELECT id FROM products WHERE slug = 'late') AND date = '2026-06-20'`,
+      );
+      const rows = (
+        await get('/api/partner/products/late/fee-stats?start_date=2026-06-19&end_date=2026-06-21')
+      ).json().data;
+      expect(rows.map((r: { date: string }) => r.date)).toEqual(['2026-06-19', '2026-06-21']);
+      await t.db.query(
+        `UPDATE daily_snapshots SET partner_fee_pending = 0, service_fee_pending = 0
+         WHERE partner_fee_pending IS NULL`,
+      );
     });
 
     it('takes explicit ranges: exactly 365 days passes, 366 is range_too_large', async () => {

@@ -124,38 +124,109 @@ describe('YieldEngine fees', () => {
     expect(await r.get('highWaterMark')).toBe(mark);
   });
 
-  it('applies a fee change only to yield after it', async () => {
+  it('applies a fee increase only after its notice, to yield after it; a decrease at once', async () => {
     const engine = await newEngine(fx, fx.syncVault, { service: 500, partner: 500 });
     const r = engineReader(fx, engine);
+    const read = <F extends 'serviceFeeBps' | 'partnerFeeBps' | 'feeChangeEffectiveAt'>(
+      functionName: F,
+    ) => fx.client.readContract({ address: engine, abi: yieldEngineAbi, functionName });
+    const setFees = (from: `0x${string}`, s: number, p: number) =>
+      send(
+        fx,
+        from,
+        engine,
+        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [s, p] }),
+      );
+    const apply = () =>
+      send(
+        fx,
+        carol,
+        engine,
+        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'applyFeeChange' }),
+      );
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'feeChangeDelay',
+      }),
+    ).toBe(7n * 86_400n);
     await engineWrite(fx, engine, alice, { fn: 'deposit', args: [10_000n * USD, alice] });
     await warp(fx, 10 * 86_400);
+    // An increase is only scheduled: the fees in force stay, and nothing is accrued.
+    const scheduledAt = fx.now;
+    const scheduled = await setFees(OPERATOR, 1000, 2000);
+    const events = engineEvents(scheduled, engine);
+    expect(events.map((e) => e.eventName)).toEqual(['FeeChangeScheduled']);
+    const ev = events[0]!;
+    if (ev.eventName !== 'FeeChangeScheduled') throw new Error('unreachable');
+    expect(ev.args).toEqual({
+      serviceFeeBps: 1000,
+      partnerFeeBps: 2000,
+      effectiveAt: BigInt(scheduledAt + 7 * 86_400),
+    });
+    expect([await read('serviceFeeBps'), await read('partnerFeeBps')]).toEqual([500, 500]);
+    expect(await read('feeChangeEffectiveAt')).toBe(BigInt(scheduledAt + 7 * 86_400));
+    await expect(apply()).rejects.toThrow(); // not due
+    await warp(fx, 7 * 86_400 - 10);
+    await expect(apply()).rejects.toThrow(); // still not due
+    await warp(fx, 10);
+    // Applying charges the yield so far at the old rates, then the new rates are in force.
     const pendingAtOldRate = await r.atNextBlock('pendingFeeShares');
-    const receipt = await send(
-      fx,
-      OPERATOR,
-      engine,
-      encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [1000, 2000] }),
-    );
-    const fee = engineEvents(receipt, engine).find((e) => e.eventName === 'FeesAccrued');
+    const applied = await apply();
+    const names = engineEvents(applied, engine).map((e) => e.eventName);
+    expect(names).toEqual(['Transfer', 'Transfer', 'FeesAccrued', 'FeesUpdated']);
+    const fee = engineEvents(applied, engine).find((e) => e.eventName === 'FeesAccrued');
     if (fee?.eventName !== 'FeesAccrued') throw new Error('no FeesAccrued');
     expect(fee.args.serviceShares + fee.args.partnerShares).toBe(pendingAtOldRate);
     expect(await r.get('pendingFeeShares')).toBe(0n);
+    expect([await read('serviceFeeBps'), await read('partnerFeeBps')]).toEqual([1000, 2000]);
+    expect(await read('feeChangeEffectiveAt')).toBe(0n);
+    await expect(apply()).rejects.toThrow(); // nothing scheduled
+    // A decrease applies at once.
+    const lowered = await setFees(OPERATOR, 1000, 1000);
+    expect(engineEvents(lowered, engine).map((e) => e.eventName)).toContain('FeesUpdated');
+    expect(await read('partnerFeeBps')).toBe(1000);
+    // A change that raises either fee is an increase, even if the total falls.
+    await setFees(OPERATOR, 1500, 0);
+    expect([await read('serviceFeeBps'), await read('partnerFeeBps')]).toEqual([1000, 1000]);
+    // Cancelled by the owner; a decrease also replaces a scheduled increase.
+    await send(
+      fx,
+      OPERATOR,
+      engine,
+      encodeFunctionData({ abi: yieldEngineAbi, functionName: 'cancelFeeChange' }),
+    );
+    expect(await read('feeChangeEffectiveAt')).toBe(0n);
+    await expect(setFees(OPERATOR, 3000, 2001)).rejects.toThrow(); // over 50 %
+    await expect(setFees(alice, 0, 0)).rejects.toThrow(); // not the owner
+  });
+});
+
+describe('YieldEngine ownership', () => {
+  it('moves in two steps and cannot be renounced', async () => {
+    const engine = await newEngine(fx, fx.syncVault);
+    const call = (from: `0x${string}`, data: `0x${string}`) => send(fx, from, engine, data);
+    const owner = () =>
+      fx.client.readContract({ address: engine, abi: yieldEngineAbi, functionName: 'owner' });
     await expect(
-      send(
-        fx,
+      call(
         OPERATOR,
-        engine,
-        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [3000, 2001] }),
+        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'renounceOwnership' }),
       ),
     ).rejects.toThrow();
+    await call(
+      OPERATOR,
+      encodeFunctionData({ abi: yieldEngineAbi, functionName: 'transferOwnership', args: [bob] }),
+    );
+    expect(await owner()).toBe(OPERATOR); // not until accepted
     await expect(
-      send(
-        fx,
-        alice,
-        engine,
-        encodeFunctionData({ abi: yieldEngineAbi, functionName: 'setFees', args: [0, 0] }),
-      ),
+      call(carol, encodeFunctionData({ abi: yieldEngineAbi, functionName: 'acceptOwnership' })),
     ).rejects.toThrow();
+    await call(bob, encodeFunctionData({ abi: yieldEngineAbi, functionName: 'acceptOwnership' }));
+    expect(await owner()).toBe(bob);
+    await expect(op(engine, 'pause')).rejects.toThrow(); // the old operator lost its rights
+    await call(bob, encodeFunctionData({ abi: yieldEngineAbi, functionName: 'pause' }));
   });
 });
 

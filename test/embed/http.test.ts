@@ -107,7 +107,8 @@ beforeAll(async () => {
     db: t.db,
     logger: createLogger('silent'),
     readCache: { pollMs: 50 },
-    embed: { assets: builtEmbedAssets(), ratePerMinute: 40 },
+    // The per-address window is pinned: the limit test cannot depend on the machine's speed.
+    embed: { assets: builtEmbedAssets(), ratePerMinute: 40, rateClock: () => 0 },
   });
   await app.ready();
 });
@@ -280,7 +281,13 @@ describe('the product view', () => {
 
   it('the gate follows the live health flags (same rules as the API)', () => {
     const p = products['acme-core']!;
-    const ok = { isPaused: false, underlyingOk: true, lastBlock: 1n };
+    const ok = {
+      isPaused: false,
+      underlyingOk: true,
+      asyncExits: false,
+      exitsLimited: false,
+      lastBlock: 1n,
+    };
     expect(embedGate(p, ok)).toEqual({ deposit: true, withdraw: true, reason: null });
     expect(embedGate(p, { ...ok, isPaused: true }).deposit).toBe(false);
     expect(embedGate(p, { ...ok, underlyingOk: false }).reason).toMatch(/not accepting deposits/);

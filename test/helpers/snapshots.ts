@@ -12,7 +12,12 @@ export interface SnapshotRow {
   dailyYield?: bigint | null;
   dailyPartnerFee?: bigint | null;
   dailyServiceFee?: bigint | null;
+  /** Minted counters (default 0). */
   partnerFeeTotal?: bigint;
+  serviceFeeTotal?: bigint;
+  /** Pending fees at the boundary (default 0; null writes a row as before migration 0021). */
+  partnerFeePending?: bigint | null;
+  serviceFeePending?: bigint | null;
 }
 
 export async function insertSnapshots(db: Queryable, productId: string, rows: SnapshotRow[]) {
@@ -21,8 +26,9 @@ export async function insertSnapshots(db: Queryable, productId: string, rows: Sn
       `INSERT INTO daily_snapshots (product_id, date, block_number, block_timestamp,
          engine_total_assets, engine_total_supply, underlying_total_assets, underlying_total_supply,
          service_fee_assets_total, partner_fee_assets_total, underlying_apy, net_apy_for_user,
-         daily_yield_assets, daily_partner_fee, daily_service_fee)
-       VALUES ($1, $2, $3, $4, $5, $5, 0, 0, 0, $6, $7, $8, $9, $10, $11)`,
+         daily_yield_assets, daily_partner_fee, daily_service_fee, service_fee_pending,
+         partner_fee_pending)
+       VALUES ($1, $2, $3, $4, $5, $5, 0, 0, $12, $6, $7, $8, $9, $10, $11, $13, $14)`,
       [
         productId,
         r.date,
@@ -47,6 +53,9 @@ export async function insertSnapshots(db: Queryable, productId: string, rows: Sn
             ? null
             : '0'
           : (r.dailyServiceFee?.toString() ?? null),
+        (r.serviceFeeTotal ?? 0n).toString(),
+        r.serviceFeePending === null ? null : (r.serviceFeePending ?? 0n).toString(),
+        r.partnerFeePending === null ? null : (r.partnerFeePending ?? 0n).toString(),
       ],
     );
   }

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type Database } from '../../src/db/client.ts';
 import { createCursorsRepo } from '../../src/db/cursors.ts';
 import { createLeasesRepo } from '../../src/db/leases.ts';
-import { LeaseLostError } from '../../src/sync/indexer.ts';
+import { LeaseLostError } from '../../src/worker/lease.ts';
 import { engineWrite, type Fixture, setupFixture, USD, USERS } from '../chain/helpers.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';

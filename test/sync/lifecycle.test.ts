@@ -160,6 +160,8 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
         underlyingTotalSupply: uSupply,
         serviceFeeAssetsTotal: 0n,
         partnerFeeAssetsTotal: 0n,
+        serviceFeePending: 0n,
+        partnerFeePending: 0n,
         depositsAssets: 0n,
         withdrawalsAssets: 0n,
         underlyingApy: null,

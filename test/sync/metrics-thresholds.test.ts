@@ -32,6 +32,8 @@ function row(date: string, netApy: string | null, tvl: bigint): Snapshot {
     underlyingTotalSupply: 1n,
     serviceFeeAssetsTotal: 0n,
     partnerFeeAssetsTotal: 0n,
+    serviceFeePending: 0n,
+    partnerFeePending: 0n,
     depositsAssets: 0n,
     withdrawalsAssets: 0n,
     underlyingApy: netApy,

@@ -117,6 +117,7 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
       LOCAL_NODE_CLIENT,
     );
     const repo = createSnapshotsRepo(test.db);
+    const followed = { total: 0, close: 0 };
     for (const p of products) {
       const engineAddress = p.engineAddress as Address;
       const rows = await repo.listRange(p.id, '2000-01-01', '2100-01-01');
@@ -204,9 +205,39 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
         expect(row.depositsAssets).toBe(deposits);
         expect(row.withdrawalsAssets).toBe(withdrawals);
 
-        // Day figures.
-        expect(row.dailyPartnerFee).toBe(partner - (prev?.partnerFeeAssetsTotal ?? 0n));
-        expect(row.dailyServiceFee).toBe(service - (prev?.serviceFeeAssetsTotal ?? 0n));
+        // Pending fees: the engine's view at the boundary, and (independently) what an accrual
+        // at the boundary charges: the accountingSnapshot's pending fee shares valued at the
+        // price after minting them, split service/partner by their bps, remainder to the partner.
+        const [servicePending, partnerPending] = await client.readContract({
+          address: engineAddress,
+          abi: yieldEngineAbi,
+          functionName: 'pendingFees',
+          blockNumber: b,
+        });
+        expect(row.serviceFeePending).toBe(servicePending);
+        expect(row.partnerFeePending).toBe(partnerPending);
+        expect(servicePending).toBe(
+          ((servicePending + partnerPending) * BigInt(p.serviceFeeBps)) /
+            BigInt(p.serviceFeeBps + p.partnerFeeBps),
+        );
+
+        // Day figures: the change of earned = minted + pending (DECISIONS, "Fee figures").
+        const earnedPartner = partner + partnerPending;
+        const earnedService = service + servicePending;
+        const prevPartner = prev ? prev.partnerFeeAssetsTotal + prev.partnerFeePending! : 0n;
+        const prevService = prev ? prev.serviceFeeAssetsTotal + prev.serviceFeePending! : 0n;
+        expect(row.dailyPartnerFee).toBe(earnedPartner - prevPartner);
+        expect(row.dailyServiceFee).toBe(earnedService - prevService);
+        if (prev && prev.partnerFeePending! > 0n && partnerPending > 0n) {
+          // Above the high-water mark at both ends: the day's fee is its share of the day's yield
+          // (the old minted-only figure was 0 on a quiet day and up to twice that the next day).
+          followed.total++;
+          const expected = new Decimal(row.dailyYieldAssets!.toString())
+            .mul(p.partnerFeeBps)
+            .div(10_000);
+          const diff = expected.minus(row.dailyPartnerFee!.toString()).abs();
+          if (diff.lte(expected.abs().mul(0.02).plus(2))) followed.close++;
+        }
         expect(row.dailyYieldAssets).toBe(
           assets - (prev?.engineTotalAssets ?? 0n) - deposits + withdrawals,
         );
@@ -222,11 +253,17 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
         );
         prev = row;
       }
-      // The daily partner fees reconcile with the cumulative counter to the base unit.
+      // The daily fees reconcile with the cumulative earned figure to the base unit.
       const sum = rows.reduce((s, r) => s + (r.dailyPartnerFee ?? 0n), 0n);
-      expect(sum).toBe(last.partnerFeeAssetsTotal);
+      expect(sum).toBe(last.partnerFeeAssetsTotal + last.partnerFeePending!);
+      const serviceSum = rows.reduce((s, r) => s + (r.dailyServiceFee ?? 0n), 0n);
+      expect(serviceSum).toBe(last.serviceFeeAssetsTotal + last.serviceFeePending!);
       expect(last.partnerFeeAssetsTotal).toBeGreaterThan(0n);
     }
+    // The daily fee follows the yield: on (nearly) every day above the mark it is the partner's
+    // share of that day's yield. Days with deposits or withdrawals mid-day differ slightly.
+    expect(followed.total).toBeGreaterThan(20);
+    expect(followed.close / followed.total, JSON.stringify(followed)).toBeGreaterThan(0.9);
   });
 
   it('stores alerts only for the last two days, exactly where the thresholds are crossed', async () => {
@@ -283,6 +320,18 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
       [p.id],
     );
     expect((await processor(test.db).runOnce()).written).toBe(1);
+    expect(await dump(test.db)).toEqual(before);
+    expect((await createEventsRepo(test.db).list()).length).toBe(eventsBefore);
+
+    // Rows written before migration 0021 (no pending fees, minted-only daily fees) are
+    // recomputed from the chain and replaced, alerts untouched.
+    await test.db.query(
+      `UPDATE daily_snapshots SET partner_fee_pending = NULL, service_fee_pending = NULL,
+         daily_partner_fee = daily_partner_fee + 1 WHERE product_id = $1`,
+      [p.id],
+    );
+    const legacyDays = before.filter((r) => r.includes(`"slug":"${p.slug}"`)).length;
+    expect((await processor(test.db).runOnce()).written).toBe(legacyDays);
     expect(await dump(test.db)).toEqual(before);
     expect((await createEventsRepo(test.db).list()).length).toBe(eventsBefore);
   });

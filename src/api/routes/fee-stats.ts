@@ -1,8 +1,10 @@
 /**
  * GET /api/partner/products/{slug}/fee-stats: the daily split of yield between the partner and the
- * service, oldest first, for reconciliation. Fees are as accrued on chain by the engine (every
- * deposit, withdrawal and accrueFees call charges the yield since the last one), so each day's fee
- * and the running total reconcile with the engine's cumulative fee counters to the base unit.
+ * service, oldest first, for reconciliation (DECISIONS, "Fee figures"). A fee EARNED up to a day is
+ * the engine's minted fee counter plus the fee pending at the day's boundary block (what its next
+ * accrual would charge), so the daily figure follows the yield every day; the MINTED counters (what
+ * reached the recipients' wallets) are served beside them. All are exact chain reads at the
+ * boundary block; the daily figures sum to the cumulative earned figure to the base unit.
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
@@ -23,10 +25,23 @@ export const FeeStatsRow = Type.Object(
     daily_yield_assets: DecimalString(
       'Gross yield of the day (before fees), whole asset units; negative on a loss',
     ),
-    daily_partner_fee_earned: DecimalString('Partner fee accrued that day, whole asset units'),
-    daily_service_fee_earned: DecimalString('Service fee accrued that day, whole asset units'),
+    daily_partner_fee_earned: DecimalString(
+      'Partner fee earned that day: the change of cumulative_partner_fee_earned since the previous day, whole asset units. Negative when a loss removed a fee that was pending but not yet minted',
+    ),
+    daily_service_fee_earned: DecimalString(
+      'Service fee earned that day, defined as daily_partner_fee_earned, whole asset units',
+    ),
     cumulative_partner_fee_earned: DecimalString(
-      'Partner fee accrued since deployment, whole asset units',
+      'Partner fee earned since deployment at the end of the day: minted (cumulative_partner_fee_minted) plus the partner part of the fee pending in the engine at the day-boundary block, whole asset units',
+    ),
+    cumulative_service_fee_earned: DecimalString(
+      'Service fee earned since deployment at the end of the day, defined as cumulative_partner_fee_earned, whole asset units',
+    ),
+    cumulative_partner_fee_minted: DecimalString(
+      "The engine's cumulative partner fee counter at the day-boundary block: fees minted to the partner's recipient so far, valued at accrual, whole asset units",
+    ),
+    cumulative_service_fee_minted: DecimalString(
+      "The engine's cumulative service fee counter at the day-boundary block, whole asset units",
     ),
     net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
   },
@@ -105,7 +120,10 @@ export function feeStatsRoute(deps: {
                 daily_yield_assets: units(r.dailyYieldAssets),
                 daily_partner_fee_earned: units(r.dailyPartnerFee),
                 daily_service_fee_earned: units(r.dailyServiceFee),
-                cumulative_partner_fee_earned: units(r.cumulativePartnerFee),
+                cumulative_partner_fee_earned: units(r.cumulativePartnerFeeEarned),
+                cumulative_service_fee_earned: units(r.cumulativeServiceFeeEarned),
+                cumulative_partner_fee_minted: units(r.cumulativePartnerFeeMinted),
+                cumulative_service_fee_minted: units(r.cumulativeServiceFeeMinted),
                 net_apy_for_user: r.netApyForUser!,
               })),
             };

@@ -43,6 +43,12 @@ export function productHealthRoute(deps: {
           product.status === 'deprecated' ? 'Deprecated: withdrawals only; hide deposits.' : '',
           h.isPaused ? 'Engine paused: deposits are off; withdrawals work.' : '',
           h.underlyingOk ? '' : 'Upstream vault is not accepting deposits.',
+          h.exitsLimited
+            ? 'Exits are limited upstream: the upstream vault lets out less than the engine holds; maxWithdraw/maxRedeem show what each holder can take out now.'
+            : '',
+          h.asyncExits
+            ? 'Exits are asynchronous: a redeem is requested, then claimed once the upstream vault settles it.'
+            : '',
         ]
           .filter(Boolean)
           .join(' ');

@@ -5,6 +5,7 @@
  */
 
 import type { EngineFigures } from '../../chain/read-engine-figures.ts';
+import type { PendingFees } from '../../chain/read-pending-fees.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
 import {
   apyFromSharePrices,
@@ -19,9 +20,10 @@ import { daysBetween } from '../day-boundary.ts';
 
 /**
  * Chain state at a boundary block, as read from the engine (accountingSnapshot: totalAssets, ERC-20
- * totalSupply, fee shares pending at the block; the fee counters) and its underlying vault.
+ * totalSupply, fee shares pending at the block; the minted fee counters; pendingFees(): the asset
+ * value of the fee pending at the block, split) and its underlying vault.
  */
-export interface BoundaryReads extends EngineFigures {
+export interface BoundaryReads extends EngineFigures, PendingFees {
   blockNumber: bigint;
   blockTimestamp: Date;
   underlyingAssets: bigint;
@@ -40,13 +42,15 @@ export interface DayFlows {
  *   gets (README, "Contracts and the local chain"); the underlying's is its totalAssets/totalSupply.
  *   APYs need a previous row, so the first day has none (null), as does a day where either price is
  *   undefined (empty vault): absent, never invented.
- * - Fees: the day's partner and service fees are the increase of the engine's cumulative on-chain
- *   counters between the two boundaries. The engine charges fees only when it accrues (every
- *   deposit, mint, withdraw, redeem, request, claim and fee change, and the public accrueFees()), so
- *   the fee of a quiet day with no interaction shows up on the next day that has one. We report fees
- *   as accrued on chain, not an estimate of pending fees: the figures then reconcile with the
- *   counters, and with the recipients' minted shares, to the base unit, and their sum over any
- *   range equals the difference of the cumulative column.
+ * - Fees (DECISIONS, "Fee figures"): the fee EARNED up to a boundary is the engine's cumulative
+ *   minted counter plus its pending fee at that block (pendingFees(): what the next accrual would
+ *   charge, split as it splits it), per recipient. The day's fee is the change of earned between
+ *   the two boundaries. The engine mints fees only when it accrues (every deposit, withdraw, …,
+ *   and accrueFees()), so the minted counter alone moved only on days with an interaction and a
+ *   quiet day's fee landed on the next active day; earned follows the yield every day. Both parts
+ *   are exact chain reads, so the daily figures sum to the cumulative earned figure to the base
+ *   unit, and the minted counters are kept as they are for what reached the recipients' wallets.
+ *   A day's fee can be negative: a loss lowers the pending fee before it was minted.
  * - Yield: daily_yield_assets = ΔtotalAssets − deposits + withdrawals, the gross yield (fees
  *   included: fee shares are minted, the assets stay in the engine), in asset base units. It may
  *   be negative (an upstream loss) and carries the underlying vault's conversion rounding of the
@@ -78,6 +82,8 @@ export function computeSnapshot(
     underlyingTotalSupply: reads.underlyingSupply,
     serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
     partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
+    serviceFeePending: reads.servicePendingAssets,
+    partnerFeePending: reads.partnerPendingAssets,
     depositsAssets: flows.deposits,
     withdrawalsAssets: flows.withdrawals,
     underlyingApy: apy(
@@ -94,8 +100,22 @@ export function computeSnapshot(
     ),
     dailyYieldAssets:
       reads.engineAssets - (prev?.engineTotalAssets ?? 0n) - flows.deposits + flows.withdrawals,
-    dailyPartnerFee: reads.partnerFeeAssetsTotal - (prev?.partnerFeeAssetsTotal ?? 0n),
-    dailyServiceFee: reads.serviceFeeAssetsTotal - (prev?.serviceFeeAssetsTotal ?? 0n),
+    dailyPartnerFee: partnerEarned(reads) - (prev ? earned(prev).partner : 0n),
+    dailyServiceFee: serviceEarned(reads) - (prev ? earned(prev).service : 0n),
+  };
+}
+
+const partnerEarned = (r: BoundaryReads) => r.partnerFeeAssetsTotal + r.partnerPendingAssets;
+const serviceEarned = (r: BoundaryReads) => r.serviceFeeAssetsTotal + r.servicePendingAssets;
+
+/** Fees earned up to a stored day's boundary: minted + pending, per recipient. */
+export function earned(row: Snapshot): { partner: bigint; service: bigint } {
+  if (row.partnerFeePending === null || row.serviceFeePending === null) {
+    throw new RangeError(`row ${row.date} has no pending fees (written before migration 0021)`);
+  }
+  return {
+    partner: row.partnerFeeAssetsTotal + row.partnerFeePending,
+    service: row.serviceFeeAssetsTotal + row.serviceFeePending,
   };
 }
 

@@ -5,7 +5,7 @@
  *
  * It is the deployment day's row at the DEPLOYMENT block, read with the same calls as the daily
  * boundary reads (metrics.ts readBoundary): engine accountingSnapshot (total assets; supply plus
- * pending fee shares), the cumulative fee counters, the underlying vault's totalAssets and
+ * pending fee shares), the cumulative fee counters and the pending fees, the underlying vault's totalAssets and
  * totalSupply. Right after deployment the engine is empty, so its figures are typically 0.
  * - APYs are null: there is no previous day (as on any first day).
  * - Daily figures (yield and fees of the day) are null, not 0: the day is not over, and a 0 would
@@ -16,6 +16,7 @@
  */
 import type { ChainClient } from '../../chain/client.ts';
 import { readEngineFigures } from '../../chain/read-engine-figures.ts';
+import { readPendingFees } from '../../chain/read-pending-fees.ts';
 import { readVaultTotals } from '../../chain/read-vault-totals.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
 import type { BoundaryReads } from './compute.ts';
@@ -37,6 +38,8 @@ export function provisionalSnapshot(
     underlyingTotalSupply: reads.underlyingSupply,
     serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
     partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
+    serviceFeePending: reads.servicePendingAssets,
+    partnerFeePending: reads.partnerPendingAssets,
     depositsAssets: 0n,
     withdrawalsAssets: 0n,
     underlyingApy: null,
@@ -60,14 +63,16 @@ export async function readProvisionalSnapshot(
   },
 ): Promise<Snapshot> {
   const { engine, underlyingVault: vault, blockNumber } = args;
-  const [engineFigures, vaultTotals] = await Promise.all([
+  const [engineFigures, pending, vaultTotals] = await Promise.all([
     readEngineFigures(client, { engine, blockNumber }),
+    readPendingFees(client, { engine, blockNumber }),
     readVaultTotals(client, { vault, blockNumber }),
   ]);
   return provisionalSnapshot(args.productId, args.blockTimestamp.toISOString().slice(0, 10), {
     blockNumber,
     blockTimestamp: args.blockTimestamp,
     ...engineFigures,
+    ...pending,
     underlyingAssets: vaultTotals.totalAssets,
     underlyingSupply: vaultTotals.totalSupply,
   });

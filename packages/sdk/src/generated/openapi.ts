@@ -442,11 +442,17 @@ export type paths = {
                     content: {
                         "application/json": {
                             data: {
-                                /** @description Partner fee accrued since deployment, whole asset units */
+                                /** @description Partner fee earned since deployment at the end of the day: minted (cumulative_partner_fee_minted) plus the partner part of the fee pending in the engine at the day-boundary block, whole asset units */
                                 cumulative_partner_fee_earned: string;
-                                /** @description Partner fee accrued that day, whole asset units */
+                                /** @description The engine's cumulative partner fee counter at the day-boundary block: fees minted to the partner's recipient so far, valued at accrual, whole asset units */
+                                cumulative_partner_fee_minted: string;
+                                /** @description Service fee earned since deployment at the end of the day, defined as cumulative_partner_fee_earned, whole asset units */
+                                cumulative_service_fee_earned: string;
+                                /** @description The engine's cumulative service fee counter at the day-boundary block, whole asset units */
+                                cumulative_service_fee_minted: string;
+                                /** @description Partner fee earned that day: the change of cumulative_partner_fee_earned since the previous day, whole asset units. Negative when a loss removed a fee that was pending but not yet minted */
                                 daily_partner_fee_earned: string;
-                                /** @description Service fee accrued that day, whole asset units */
+                                /** @description Service fee earned that day, defined as daily_partner_fee_earned, whole asset units */
                                 daily_service_fee_earned: string;
                                 /** @description Gross yield of the day (before fees), whole asset units; negative on a loss */
                                 daily_yield_assets: string;

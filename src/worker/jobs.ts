@@ -1,16 +1,22 @@
 /**
- * The worker role's jobs, per chain: the product lifecycle, the log indexer and the daily metrics
- * processor. The lifecycle and the indexer hold a lease per chain (`lifecycle:<id>`, `indexer:<id>`)
- * and the processor's writes are idempotent (one row per product and day), so several worker
- * processes can run the same list.
+ * Every job of the worker role, assembled here and nowhere else. Per chain: the product lifecycle,
+ * the log indexer and the daily metrics processor; once per process: the webhook dispatcher and
+ * the inbound linker. The lifecycle and the indexer hold a lease per chain (`lifecycle:<id>`,
+ * `indexer:<id>`), the processor's writes are idempotent (one row per product and day) and the
+ * dispatcher claims each attempt under its own lease, so several worker processes can run the
+ * same list.
  */
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
-import type { Job } from '../worker/runner.ts';
-import type { ChainRuntime } from './chain-runtime.ts';
-import { createIndexer } from './indexer.ts';
-import { createLifecycle, defaultHolder } from './lifecycle.ts';
-import { createMetricsProcessor } from './metrics.ts';
+import type { ChainRuntime } from '../sync/chain-runtime.ts';
+import { createIndexer } from '../sync/indexer.ts';
+import { createLifecycle, defaultHolder } from '../sync/lifecycle.ts';
+import { createMetricsProcessor } from '../sync/metrics.ts';
+import { createDispatcher } from '../webhooks/dispatcher.ts';
+import { createInboundLinker } from '../webhooks/inbound-linker.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
+import type { Sender } from '../webhooks/sender.ts';
+import type { Job } from './runner.ts';
 
 export interface WorkerJobIntervals {
   lifecycleMs: number;
@@ -32,6 +38,8 @@ export function buildWorkerJobs(options: {
   db: Database;
   logger: Logger;
   runtime: Pick<ChainRuntime, 'chains' | 'clients'>;
+  /** Outbound webhooks: how they are sent and how their destinations' secrets are opened. */
+  webhooks: { sender: Sender; secretBox: SecretBox };
   holder?: string;
   intervals?: Partial<WorkerJobIntervals>;
 }): Job[] {
@@ -46,5 +54,7 @@ export function buildWorkerJobs(options: {
     jobs.push(createIndexer({ db, logger, chain, client, holder }).job(intervals.indexerMs));
     jobs.push(createMetricsProcessor({ db, logger, chain, client }).job(intervals.metricsMs));
   }
+  jobs.push(createDispatcher({ db, logger, ...options.webhooks }).job());
+  jobs.push(createInboundLinker({ db, logger }).job());
   return jobs;
 }

@@ -1,0 +1,507 @@
+/**
+ * The embed end to end in real Chromium against the local chain (anvil) and the real service
+ * (api + worker, in this process, on the demo): the demo's host page on one loopback origin
+ * (http://localhost:PORT) frames the embed on another (http://127.0.0.1:PORT). A test wallet
+ * (wallet.ts) signs in Node with an anvil account and records every call.
+ *
+ * Screenshots go to a temporary directory; with EMBED_SCREENSHOTS=1 they are written to
+ * docs/embed/ (how the committed ones were made). Figures printed: the bundle size and the first
+ * render (iframe navigation to the app's first render) on a warm server.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
+import { type Address, decodeEventLog, erc4626Abi, formatUnits, type Hex, parseUnits } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import { LOCAL_ROLES } from '../../src/chain/local/accounts.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
+import { createLogger } from '../../src/logger.ts';
+import { type RunningService, startService } from '../../src/main.ts';
+import { createSecretBox, masterKeyFor } from '../../src/webhooks/secret-box.ts';
+import { type HttpsReceiver, startHttpsReceiver } from '../helpers/https-receiver.ts';
+import { waitFor } from '../helpers/process.ts';
+import { chromiumMissing, launchChromium } from '../portal/browser.ts';
+import { builtEmbedAssets } from './build.ts';
+import { createTestWallet, type TestWallet } from './wallet.ts';
+
+const SHOTS =
+  process.env.EMBED_SCREENSHOTS === '1'
+    ? fileURLToPath(new URL('../../docs/embed/', import.meta.url))
+    : mkdtempSync(path.join(tmpdir(), 'pys-embed-shots-'));
+const TLS_CA = fileURLToPath(new URL('../fixtures/tls/ca.pem', import.meta.url));
+const axeSource = readFileSync(
+  createRequire(import.meta.url).resolve('axe-core/axe.min.js'),
+  'utf8',
+);
+const APPROVE = '0x095ea7b3';
+const DEPOSIT = '0x6e553f65';
+
+interface DemoEnv {
+  products: Record<'active' | 'active_async' | 'paused' | 'deprecated', string>;
+  embed: { url: string; host_example_url: string };
+}
+
+const skip = chromiumMissing();
+const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-embed-e2e-'));
+let service: RunningService;
+let browser: Browser;
+let receiver: HttpsReceiver;
+let otherOrigin: Server;
+let rpcUrl: string;
+let chainId: number;
+let live: DemoEnv;
+let partnerId: string;
+let nextSpare = 0;
+
+async function rpc(method: string, params: unknown[] = []): Promise<unknown> {
+  const res = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+/** Sends from an unlocked anvil account and waits for success. */
+async function sendFrom(from: Address, to: string, data: Hex) {
+  const hash = (await rpc('eth_sendTransaction', [{ from, to, data }])) as Hex;
+  const receipt = (await waitFor(
+    async () => (await rpc('eth_getTransactionReceipt', [hash])) ?? undefined,
+    30_000,
+    'a receipt',
+  )) as { status: Hex };
+  if (receipt.status !== '0x1') throw new Error(`setup transaction reverted: ${hash}`);
+}
+
+/** A fresh wallet (a spare anvil account: no allowance yet) holding `usdc` of the demo asset. */
+async function fundedWallet(assetAddress: Address, usdc: bigint): Promise<TestWallet> {
+  const index = 12 + nextSpare++;
+  const wallet = createTestWallet({ rpcUrl, chainId, index });
+  const { encodeFunctionData, erc20Abi } = await import('viem');
+  await sendFrom(
+    LOCAL_ROLES.users[0],
+    assetAddress,
+    encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [wallet.address, usdc] }),
+  );
+  return wallet;
+}
+
+async function productRow(slug: string) {
+  const { rows } = await service.db.query<{
+    engine_address: Address;
+    asset_address: Address;
+    underlying_vault_address: Address;
+    share_decimals: number;
+  }>('SELECT * FROM products WHERE slug = $1', [slug]);
+  return rows[0]!;
+}
+
+async function openHost(
+  context: BrowserContext,
+  slug: string,
+  query = '',
+): Promise<{ page: Page; frame: Frame }> {
+  const page = await context.newPage();
+  const url = new URL(live.embed.host_example_url);
+  url.pathname = url.pathname.replace(/[^/]+$/, slug);
+  url.search = query;
+  await page.goto(url.toString());
+  const frame = await waitFor(
+    () => page.frames().find((f) => f.url().includes('/embed/emb_')),
+    30_000,
+    'the embed frame',
+  );
+  await frame.locator('.product h1').waitFor();
+  return { page, frame };
+}
+
+const hostEvents = (page: Page) =>
+  page.evaluate('window.embedEvents') as Promise<
+    Array<{ type: string; data: Record<string, unknown> }>
+  >;
+
+async function waitForEvent(page: Page, type: string, count = 1) {
+  return waitFor(
+    async () => {
+      const list = (await hostEvents(page)).filter((e) => e.type === type);
+      return list.length >= count ? list[count - 1] : undefined;
+    },
+    60_000,
+    `host event ${type}`,
+  );
+}
+
+async function shot(page: Page, name: string) {
+  await page.locator('iframe').screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+async function seriousViolations(frame: Frame): Promise<string[]> {
+  if (!(await frame.evaluate("'axe' in window"))) await frame.evaluate(axeSource);
+  const violations = (await frame.evaluate(
+    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice'] } }).then((r) => r.violations)`,
+  )) as Array<{ id: string; impact: string | null; help: string }>;
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help}`);
+}
+
+describe.skipIf(skip)('the embed in Chromium', () => {
+  beforeAll(async () => {
+    const assets = builtEmbedAssets();
+    const gz = [...assets.files]
+      .filter(([k]) => k.startsWith('assets/'))
+      .reduce((n, [, f]) => n + f.gzip.length, 0);
+    console.log(`embed bundle: ${(gz / 1024).toFixed(1)} KB gzip (budget 80 KB)`);
+    receiver = await startHttpsReceiver();
+    const config = loadConfig({
+      DATA_DIR: dataDir,
+      PORT: '0',
+      LOCAL_CHAIN_PORT: '0',
+      LOCAL_CHAIN_DAYS: '3',
+      WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',
+      WEBHOOK_CA_FILE: TLS_CA,
+    });
+    service = await startService(config, createLogger('warn'));
+    const chains = await service.ready;
+    rpcUrl = chains.localRpcUrl!;
+    chainId = Number(await rpc('eth_chainId'));
+    const creds = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
+    live = creds.partners[0].live;
+    const { rows } = await service.db.query<{ partner_id: string }>(
+      'SELECT partner_id FROM products WHERE slug = $1',
+      [live.products.active],
+    );
+    partnerId = rows[0]!.partner_id;
+    await createWebhookDestinationsRepo(service.db, createSecretBox(masterKeyFor(config))).add({
+      partnerId,
+      environment: 'live',
+      url: `${receiver.url}/hooks`,
+      eventTypes: ['deposit.confirmed'],
+    });
+    // No interest on the sync vault during the test: the shares a deposit mints can then be
+    // compared exactly with the preview read a few blocks earlier (with interest accruing every
+    // second, the preview is a lower bound, not an equality).
+    const sync = await productRow(live.products.active);
+    const { encodeFunctionData } = await import('viem');
+    await sendFrom(
+      LOCAL_ROLES.deployer,
+      sync.underlying_vault_address,
+      encodeFunctionData({ abi: yieldVaultAbi, functionName: 'setRatePerSecond', args: [0n] }),
+    );
+    otherOrigin = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(
+        `<!doctype html><title>not allowed</title><iframe src="${live.embed.url}" width="400" height="400"></iframe>`,
+      );
+    });
+    await new Promise<void>((r) => otherOrigin.listen(0, '127.0.0.1', r));
+    browser = await launchChromium();
+  }, 600_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    await receiver?.close();
+    await new Promise((r) => (otherOrigin ? otherOrigin.close(r) : r(undefined)));
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('the demo credentials name the embed and a host page on another loopback origin', () => {
+    expect(live.embed.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/embed\/emb_[0-9a-f]{32}\//);
+    expect(live.embed.url.endsWith(`/${live.products.active}`)).toBe(true);
+    expect(live.embed.host_example_url).toMatch(
+      /^http:\/\/localhost:\d+\/embed\/host-example\/emb_/,
+    );
+  });
+
+  it('sync product: wrong chain, a refused signature, approve then deposit (shares = preview), withdraw, host events, deposit.confirmed webhook', {
+    timeout: 240_000,
+  }, async () => {
+    const sync = await productRow(live.products.active);
+    const wallet = await fundedWallet(sync.asset_address, 1_000n * 10n ** 6n);
+    wallet.chainId = 1; // the user's wallet starts on another network
+    const context = await browser.newContext({ viewport: { width: 1100, height: 1500 } });
+    await wallet.install(context, new URL(live.embed.url).origin);
+    const { page } = await openHost(context, live.products.active);
+    await waitForEvent(page, 'ready');
+
+    // First render on a warm server: this is the second load of the page in this process.
+    const firsts: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await page.reload();
+      const f = await waitFor(
+        () => page.frames().find((x) => x.url().includes('/embed/emb_')),
+        30_000,
+        'frame',
+      );
+      await f.locator('.product h1').waitFor();
+      firsts.push(
+        (await f.evaluate(
+          () => performance.getEntriesByName('embed-interactive')[0]?.startTime ?? -1,
+        )) as number,
+      );
+    }
+    console.log(
+      `embed first render (iframe navigation to first render, warm): ${firsts.map((n) => `${Math.round(n)} ms`).join(', ')}`,
+    );
+    const frame = page.frames().find((f) => f.url().includes('/embed/emb_'))!;
+    const embed = page.frameLocator('iframe');
+    await embed.getByRole('button', { name: /connect/i }).click();
+    await embed.getByRole('button', { name: /switch to/i }).waitFor();
+    await shot(page, 'wrong-chain');
+    await embed.getByRole('button', { name: /switch to/i }).click();
+    await embed.getByText('Your position').waitFor();
+    await shot(page, 'connected');
+    expect((await waitForEvent(page, 'wallet_connected')).data.address).toBe(wallet.address);
+
+    // A refused signature: nothing is broadcast, the user reads why, the host gets the code.
+    const startNonce = await rpc('eth_getTransactionCount', [wallet.address, 'latest']);
+    wallet.rejectNext = true;
+    await embed.getByLabel(/amount to deposit/i).fill('100');
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    await embed.getByText(/declined the request in your wallet/i).waitFor();
+    await shot(page, 'rejected');
+    expect((await waitForEvent(page, 'error')).data.code).toBe('user_rejected');
+    expect(wallet.sent().map((c) => c.outcome)).toEqual(['rejected']);
+    expect(await rpc('eth_getTransactionCount', [wallet.address, 'latest'])).toBe(startNonce);
+
+    // Deposit: the preview from previewDeposit, then approve and deposit, in that order.
+    await embed.getByLabel(/amount to deposit/i).fill('');
+    await embed.getByLabel(/amount to deposit/i).fill('250.5');
+    const previewText = await waitFor(
+      async () =>
+        (await frame.locator('[data-testid=deposit-preview]').count())
+          ? frame.locator('[data-testid=deposit-preview]').textContent()
+          : undefined,
+      30_000,
+      'the preview',
+    );
+    const preview = BigInt(previewText!);
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    const confirmed = await waitForEvent(page, 'deposit_confirmed');
+    const sent = wallet.sent().slice(1);
+    expect(sent.map((c) => (c.params as [{ data: string }])[0].data.slice(0, 10))).toEqual([
+      APPROVE,
+      DEPOSIT,
+    ]);
+    expect(sent.map((c) => (c.params as [{ to: string }])[0].to.toLowerCase())).toEqual([
+      sync.asset_address.toLowerCase(),
+      sync.engine_address.toLowerCase(),
+    ]);
+    const depositHash = sent[1]!.outcome as Hex;
+    expect(confirmed.data.tx_hash).toBe(depositHash);
+    expect((await waitForEvent(page, 'deposit_submitted')).data.tx_hash).toBe(depositHash);
+    const receipt = (await rpc('eth_getTransactionReceipt', [depositHash])) as {
+      logs: Array<{ address: string; topics: [Hex]; data: Hex }>;
+    };
+    const minted = receipt.logs
+      .filter((l) => l.address.toLowerCase() === sync.engine_address.toLowerCase())
+      .map((l) => {
+        try {
+          return decodeEventLog({ abi: erc4626Abi, ...l });
+        } catch {
+          return undefined;
+        }
+      })
+      .find((e) => e?.eventName === 'Deposit');
+    expect(minted).toBeDefined();
+    const args = minted!.args as { assets: bigint; shares: bigint };
+    expect(args.assets).toBe(parseUnits('250.5', 6));
+    expect(args.shares).toBe(preview);
+    await embed
+      .getByTestId('position-shares')
+      .filter({ hasText: formatUnits(preview, sync.share_decimals) })
+      .waitFor();
+    await shot(page, 'deposit-done');
+
+    // The embed reported the transaction; the partner's receiver gets deposit.confirmed for it,
+    // and the report is linked to that event like an inbound deposit.submitted. The indexer takes
+    // logs two blocks deep and anvil mines only on a transaction: mine the blocks time would.
+    await rpc('anvil_mine', ['0x3']);
+    const delivery = await waitFor(
+      () =>
+        receiver.requests.find(
+          (r) =>
+            r.headers['x-service-event'] === 'deposit.confirmed' &&
+            (JSON.parse(r.body.toString()) as { tx_hash?: string }).tx_hash === depositHash,
+        ),
+      90_000,
+      'deposit.confirmed at the receiver',
+    );
+    expect(delivery).toBeDefined();
+    const linked = await waitFor(
+      async () => {
+        const { rows } = await service.db.query<{
+          event_type: string;
+          linked_event_id: string | null;
+        }>('SELECT event_type, linked_event_id FROM inbound_events WHERE tx_hash = $1', [
+          depositHash,
+        ]);
+        return rows[0]?.linked_event_id ? rows[0] : undefined;
+      },
+      30_000,
+      'the linked report',
+    );
+    expect(linked.event_type).toBe('deposit.submitted');
+
+    // Accessibility of the connected state.
+    expect(await seriousViolations(frame)).toEqual([]);
+
+    // Withdraw everything (sync: redeem at once).
+    await embed.getByRole('tab', { name: 'Withdraw' }).click();
+    await embed.getByRole('button', { name: 'Max' }).click();
+    await embed.getByRole('button', { name: /^withdraw$/i }).click();
+    await waitForEvent(page, 'redeem_confirmed');
+    expect((await waitForEvent(page, 'redeem_submitted')).data.tx_hash).toBe(
+      wallet.sent().at(-1)!.outcome,
+    );
+    await embed.getByText('You have nothing to withdraw.').waitFor();
+    const { encodeFunctionData } = await import('viem');
+    const left = (await rpc('eth_call', [
+      {
+        to: sync.engine_address,
+        data: encodeFunctionData({
+          abi: erc4626Abi,
+          functionName: 'balanceOf',
+          args: [wallet.address],
+        }),
+      },
+      'latest',
+    ])) as Hex;
+    expect(BigInt(left)).toBe(0n);
+    await context.close();
+  });
+
+  it('paused: no deposit, with the reason; deprecated: withdraw only', {
+    timeout: 120_000,
+  }, async () => {
+    const wallet = createTestWallet({ rpcUrl, chainId, index: 4 }); // a demo user with positions
+    const context = await browser.newContext({ viewport: { width: 1100, height: 1500 } });
+    await wallet.install(context, new URL(live.embed.url).origin);
+    for (const [key, reason] of [
+      ['paused', /Deposits are paused/],
+      ['deprecated', /closed to new deposits/],
+    ] as const) {
+      const { page } = await openHost(context, live.products[key]);
+      const embed = page.frameLocator('iframe');
+      await embed.getByText(reason).waitFor();
+      await embed.getByRole('button', { name: /connect/i }).click();
+      await embed.getByRole('tab', { name: 'Withdraw' }).waitFor();
+      expect(await embed.getByRole('tab', { name: 'Deposit' }).count()).toBe(0);
+      expect(await embed.getByLabel(/amount to deposit/i).count()).toBe(0);
+      await shot(page, key);
+      await page.close();
+    }
+    expect(wallet.sent()).toEqual([]);
+    await context.close();
+  });
+
+  it('a page on an origin that is not allowed cannot frame it; without a wallet it offers a new tab', {
+    timeout: 120_000,
+  }, async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const address = otherOrigin.address() as { port: number };
+    const blocked = new Promise<boolean>((resolve) => {
+      page.on('console', (m) => {
+        if (/frame-ancestors/.test(m.text())) resolve(true);
+      });
+      setTimeout(() => resolve(false), 15_000);
+    });
+    await page.goto(`http://127.0.0.1:${address.port}/`);
+    expect(await blocked).toBe(true);
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    expect(await frame?.locator('#app').count()).toBe(0);
+
+    // The allowed host page, but no wallet anywhere: the embed offers to open in a new tab.
+    const { page: host } = await openHost(context, live.products.active);
+    const link = host.frameLocator('iframe').getByRole('link', { name: 'Open in a new tab' });
+    await link.waitFor();
+    expect(await link.getAttribute('target')).toBe('_blank');
+    await shot(host, 'no-wallet');
+    await context.close();
+  });
+
+  it("bridge mode: the embed uses the host page's wallet through the host helper", {
+    timeout: 120_000,
+  }, async () => {
+    const sync = await productRow(live.products.active);
+    const wallet = await fundedWallet(sync.asset_address, 100n * 10n ** 6n);
+    const context = await browser.newContext({ viewport: { width: 1100, height: 1500 } });
+    const hostOrigin = new URL(live.embed.host_example_url).origin;
+    await wallet.install(context, hostOrigin); // in the host page only, not in the frame
+    const { page, frame } = await openHost(context, live.products.active, '?bridge=1');
+    expect(await frame.evaluate("'ethereum' in window")).toBe(false);
+    const embed = page.frameLocator('iframe');
+    await embed.getByRole('button', { name: /connect your wallet/i }).click();
+    await embed.getByText('Your position').waitFor();
+    await embed.getByLabel(/amount to deposit/i).fill('10');
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    await waitForEvent(page, 'deposit_confirmed');
+    // Every wallet request was made by the host page (relayed), none by the frame itself.
+    expect(new Set(wallet.calls.map((c) => c.origin))).toEqual(new Set([hostOrigin]));
+    expect(wallet.sent().map((c) => c.outcome)).toHaveLength(2);
+    await shot(page, 'bridge');
+    await context.close();
+  });
+  it('async product: request, pending with its estimated time, claim after the settlement delay', {
+    timeout: 180_000,
+  }, async () => {
+    const p = await productRow(live.products.active_async);
+    const wallet = await fundedWallet(p.asset_address, 500n * 10n ** 6n);
+    const context = await browser.newContext({ viewport: { width: 1100, height: 1500 } });
+    await wallet.install(context, new URL(live.embed.url).origin);
+    const { page } = await openHost(
+      context,
+      live.products.active_async,
+      '?theme=dark&accent=0f9d76',
+    );
+    const embed = page.frameLocator('iframe');
+    await embed.getByRole('button', { name: /connect/i }).click();
+    await embed.getByLabel(/amount to deposit/i).fill('100');
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    await waitForEvent(page, 'deposit_confirmed');
+    await embed.getByRole('tab', { name: 'Withdraw' }).click();
+    await embed.getByRole('button', { name: 'Max' }).click();
+    await embed.getByRole('button', { name: /request withdrawal/i }).click();
+    const requested = await waitForEvent(page, 'redeem_requested');
+    expect(requested.data.request_id).toMatch(/^0x[0-9a-f]+$/);
+    await embed
+      .getByTestId('redeem-request')
+      .getByText(/pending, estimated ready/)
+      .waitFor();
+    await shot(page, 'async-pending');
+
+    await rpc('evm_increaseTime', [86_400 + 60]);
+    await rpc('evm_mine');
+    await page.reload();
+    const again = page.frameLocator('iframe');
+    await again.getByRole('button', { name: /connect/i }).click();
+    await again.getByRole('tab', { name: 'Withdraw' }).click();
+    await again
+      .getByTestId('redeem-request')
+      .getByText(/ready to claim/)
+      .waitFor();
+    await shot(page, 'async-claimable');
+    await again.getByRole('button', { name: 'Claim' }).click();
+    const claimed = await waitForEvent(page, 'redeem_confirmed');
+    expect(claimed.data.request_id).toBe(requested.data.request_id);
+    await again.getByTestId('redeem-request').waitFor({ state: 'detached' });
+    const frame = page.frames().find((f) => f.url().includes('/embed/emb_'))!;
+    expect(await seriousViolations(frame)).toEqual([]);
+    await context.close();
+  });
+});
+
+// docs/embed is written only on request; otherwise the screenshots are temporary.
+if (process.env.EMBED_SCREENSHOTS !== '1') {
+  afterAll(() => rmSync(SHOTS, { recursive: true, force: true }));
+}

@@ -1,0 +1,248 @@
+/**
+ * The deployer: starts and follows the engine deployments of a chain's `pending_deploy` products
+ * (not held), through the chain's deployer account. A deployment is signed locally and its hash and
+ * raw bytes are stored BEFORE it is broadcast, so a worker that restarts at any point resumes the
+ * same transaction (rebroadcasting it when the node never saw it) and never deploys a second
+ * engine. Nonces are assigned here, not by the node: read once per tick (see nextNonceFrom) and
+ * incremented locally, so N products started in one tick get N consecutive nonces. A recorded
+ * deployment is forgotten (and redone) only when the node does not know it, it has no receipt,
+ * and its nonce was taken by another transaction at a confirmed block (see resendOrForget). Once
+ * the receipt is `confirmationDepth` blocks deep, activation takes over (activation.ts).
+ */
+import {
+  type Address,
+  encodeDeployData,
+  type Hash,
+  keccak256,
+  parseTransaction,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+} from 'viem';
+import type { ChainSettings } from '../../chain/chains.ts';
+import type { ChainClient, ChainWallet } from '../../chain/client.ts';
+import { engineConstructorArgs } from '../../chain/deploy.ts';
+import { yieldEngineAbi, yieldEngineBytecode } from '../../chain/generated/YieldEngine.ts';
+import { chainErrorMessage, operatorWallet } from '../../chain/send-engine-call.ts';
+import type { ProductDeploysRepo } from '../../db/product-deploys.ts';
+import type { Product, ProductsRepo } from '../../db/products.ts';
+import type { Logger } from '../../logger.ts';
+import type { Activation } from './activation.ts';
+
+export interface DeployerDeps {
+  chain: ChainSettings;
+  client: ChainClient;
+  products: ProductsRepo;
+  deploys: ProductDeploysRepo;
+  activation: Activation;
+  log: Logger;
+}
+
+export function createDeployer(deps: DeployerDeps) {
+  const { chain, client, log, activation } = deps;
+  const store = deps.deploys;
+  const products = deps.products;
+  const wallet = operatorWallet(chain);
+  const warnedNoDeployer = new Set<string>();
+  const activate = activation.activate;
+
+  function warnNoDeployer(p: Product): void {
+    if (warnedNoDeployer.has(p.id)) return;
+    warnedNoDeployer.add(p.id);
+    log.warn(
+      { slug: p.slug, chainId: chain.chainId },
+      'no deployer_private_key for this chain: product stays pending_deploy',
+    );
+  }
+
+  /**
+   * Signs the deployment with `nonce`, records it, then broadcasts it. Returns whether the nonce
+   * was taken (the transaction was recorded) and whether the broadcast went through.
+   */
+  async function startDeployment(
+    wallet: ChainWallet,
+    p: Product,
+    nonce: number,
+  ): Promise<{ recorded: boolean; sent: boolean }> {
+    const data = encodeDeployData({
+      abi: yieldEngineAbi,
+      bytecode: yieldEngineBytecode,
+      args: engineConstructorArgs({
+        asset: p.assetAddress,
+        underlyingVault: p.underlyingVaultAddress,
+        name: p.engineName,
+        symbol: p.engineSymbol,
+        serviceFeeRecipient: p.serviceFeeRecipient,
+        partnerFeeRecipient: p.partnerFeeRecipient,
+        serviceFeeBps: p.serviceFeeBps,
+        partnerFeeBps: p.partnerFeeBps,
+        operator: wallet.account.address,
+      }),
+    });
+    const request = await wallet.prepareTransactionRequest({ data, nonce });
+    const raw = await wallet.signTransaction(request);
+    const hash = keccak256(raw);
+    // Not recorded: the product moved meanwhile, and the nonce stays free.
+    if (!(await store.recordSigned(p.id, hash, raw))) return { recorded: false, sent: false };
+    log.info({ slug: p.slug, txHash: hash, nonce }, 'deploying engine');
+    try {
+      await broadcast(raw);
+      return { recorded: true, sent: true };
+    } catch (err) {
+      // Recorded: the next tick rebroadcasts the same bytes.
+      log.warn({ slug: p.slug, txHash: hash, err: chainErrorMessage(err) }, 'broadcast failed');
+      return { recorded: true, sent: false };
+    }
+  }
+
+  /**
+   * The first nonce for deployments started in this tick: the account's pending transaction
+   * count, or past the highest nonce among this chain's recorded, unmined deployments when that
+   * is higher (a deployment recorded but never broadcast, or dropped by the node, keeps its
+   * nonce: it is rebroadcast, so a new one must not take it).
+   */
+  async function nextNonceFrom(address: Address): Promise<number> {
+    const [pendingCount, recorded] = await Promise.all([
+      client.getTransactionCount({ address, blockTag: 'pending' }),
+      store.inFlightRawTxs(chain.chainId),
+    ]);
+    let next = pendingCount;
+    for (const raw of recorded) {
+      const n = parseTransaction(raw).nonce;
+      if (n !== undefined && n + 1 > next) next = n + 1;
+    }
+    return next;
+  }
+
+  async function broadcast(raw: `0x${string}`): Promise<void> {
+    await client.sendRawTransaction({ serializedTransaction: raw });
+  }
+
+  /** Follows a recorded deployment; returns true when the product moved to active. */
+  async function followDeployment(p: Product, txHash: Hash, head: bigint): Promise<boolean> {
+    let receipt: Awaited<ReturnType<ChainClient['getTransactionReceipt']>> | undefined;
+    try {
+      receipt = await client.getTransactionReceipt({ hash: txHash });
+    } catch (err) {
+      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
+    }
+    if (!receipt) {
+      await resendOrForget(p, txHash, head);
+      return false;
+    }
+    if (receipt.status !== 'success' || !receipt.contractAddress) {
+      // A constructor that reverted will revert again: hold it for the operator rather than
+      // paying for the same failure every tick.
+      log.error(
+        { slug: p.slug, txHash },
+        'engine deployment reverted; product held (fix it, then `product release`)',
+      );
+      await store.clearDeploy(p.id, txHash, true);
+      return false;
+    }
+    if (receipt.blockNumber > head - BigInt(chain.confirmationDepth)) return false;
+
+    return activate(p, {
+      contractAddress: receipt.contractAddress,
+      blockNumber: receipt.blockNumber,
+    });
+  }
+
+  /** The receipt of `hash`, or undefined while it is not mined. */
+  async function receiptOf(hash: Hash) {
+    try {
+      return await client.getTransactionReceipt({ hash });
+    } catch (err) {
+      if (err instanceof TransactionReceiptNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  /** Whether the node knows the transaction (in its pool, or mined). */
+  async function nodeKnows(hash: Hash): Promise<boolean> {
+    try {
+      await client.getTransaction({ hash });
+      return true;
+    } catch (err) {
+      if (err instanceof TransactionNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * The deployment has no receipt. While the node knows it (in its pool, or mined since the
+   * receipt was read) it is only waited for. Otherwise the stored bytes are rebroadcast; when that
+   * fails and the deployer's nonce was already used at a CONFIRMED block while this transaction
+   * still has no receipt, another transaction took the nonce (replaced, or lost in a reset) and
+   * this one can never be mined: forget it and deploy anew at the next tick. The nonce count is
+   * read before the receipt is checked again, so a transaction mined in between (a node that
+   * answers the broadcast before it mines) is never mistaken for a lost one.
+   */
+  async function resendOrForget(p: Product, txHash: Hash, head: bigint): Promise<void> {
+    const raw = await store.rawTx(p.id);
+    if (!raw) return;
+    if (await nodeKnows(txHash)) return;
+    const nonce = parseTransaction(raw).nonce ?? 0;
+    try {
+      await broadcast(raw);
+      return;
+    } catch (err) {
+      const from = wallet?.account.address;
+      const confirmed = head - BigInt(chain.confirmationDepth);
+      const used =
+        from && confirmed >= 0n
+          ? await client.getTransactionCount({ address: from, blockNumber: confirmed })
+          : undefined;
+      if (used !== undefined && used > nonce && !(await receiptOf(txHash))) {
+        log.warn(
+          { slug: p.slug, txHash, err: chainErrorMessage(err) },
+          'deployment transaction was never mined and its nonce is used: deploying anew',
+        );
+        await store.clearDeploy(p.id, txHash, false);
+      } else {
+        log.warn({ slug: p.slug, txHash, err: chainErrorMessage(err) }, 'rebroadcast failed');
+      }
+    }
+  }
+
+  /** Starts new deployments and follows recorded ones; returns the slugs that became active. */
+  async function deployPending(head: bigint): Promise<string[]> {
+    const deployed: string[] = [];
+    const [pending, held] = await Promise.all([
+      products.listPendingDeploy(chain.chainId),
+      store.heldIds(),
+    ]);
+    // Nonces of this tick's new deployments: read once, then consecutive (startDeployment).
+    let nextNonce: number | undefined;
+    // After a failed broadcast no further deployment starts this tick: each would only add to the
+    // nonce gap behind the one the node refused (the next tick rebroadcasts it first).
+    let canStart = true;
+    for (const p of pending) {
+      if (held.has(p.id) && !p.deployTxHash) continue;
+      try {
+        const txHash = p.deployTxHash;
+        if (!txHash) {
+          // A deployment just broadcast is followed from the next tick on: it cannot be
+          // `confirmationDepth` blocks deep yet, and the node may not even have mined it.
+          if (!wallet) {
+            warnNoDeployer(p);
+            continue;
+          }
+          if (!canStart) continue;
+          nextNonce ??= await nextNonceFrom(wallet.account.address);
+          const started = await startDeployment(wallet, p, nextNonce);
+          if (started.recorded) nextNonce += 1;
+          if (started.recorded && !started.sent) canStart = false;
+          continue;
+        }
+        if (await followDeployment(p, txHash, head)) deployed.push(p.slug);
+      } catch (err) {
+        log.error({ slug: p.slug, err: chainErrorMessage(err) }, 'deployment step failed');
+      }
+    }
+    return deployed;
+  }
+
+  return { deployPending };
+}
+
+export type Deployer = ReturnType<typeof createDeployer>;

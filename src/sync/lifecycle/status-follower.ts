@@ -1,0 +1,83 @@
+/**
+ * The status follower: every deployed `active`/`paused` product follows its chain at the confirmed
+ * block (head − depth, so a shallow reorg cannot flip a status): engine `paused()` → chain reason,
+ * upstream vault not ok (src/chain/read-upstream-status.ts) → upstream reason, engine
+ * `deprecated()` → `deprecated` (final). `vault_pause` events: see applyPauseReasons.
+ */
+import type { ChainSettings } from '../../chain/chains.ts';
+import type { ChainClient } from '../../chain/client.ts';
+import { readEngineFlags } from '../../chain/read-engine-flags.ts';
+import { readUpstreamStatus } from '../../chain/read-upstream-status.ts';
+import { chainErrorMessage } from '../../chain/send-engine-call.ts';
+import type { Database } from '../../db/client.ts';
+import type { ProductsRepo } from '../../db/products.ts';
+import type { Logger } from '../../logger.ts';
+import { applyPauseReasons } from './status.ts';
+
+export interface StatusFollowerDeps {
+  db: Database;
+  chain: ChainSettings;
+  client: ChainClient;
+  products: ProductsRepo;
+  log: Logger;
+  /** Clock for the once-per-UTC-day `vault_pause` (tests move it). */
+  now: () => Date;
+}
+
+export function createStatusFollower(deps: StatusFollowerDeps) {
+  const { db, chain, client, products, log, now } = deps;
+
+  /** Follows every deployed product at `confirmed`; returns the slugs whose status changed. */
+  async function follow(confirmed: bigint): Promise<string[]> {
+    const moved: string[] = [];
+    const deployed = await products.listDeployedOnChain(chain.chainId);
+    for (const p of deployed) {
+      if (p.status !== 'active' && p.status !== 'paused') continue;
+      if (!p.engineAddress || p.deployedBlock === null || p.deployedBlock > confirmed) continue;
+      try {
+        const [flags, upstream] = await Promise.all([
+          readEngineFlags(client, { engine: p.engineAddress, blockNumber: confirmed }),
+          readUpstreamStatus(client, {
+            vault: p.underlyingVaultAddress,
+            engine: p.engineAddress,
+            blockNumber: confirmed,
+          }),
+        ]);
+        const halted = !upstream.ok;
+        if (flags.deprecated) {
+          if (await products.markDeprecated(p.id)) {
+            moved.push(p.slug);
+            log.info({ slug: p.slug }, 'engine deprecated on chain; product deprecated');
+          }
+          continue;
+        }
+        const change = await applyPauseReasons(
+          db,
+          p,
+          { chainPaused: flags.paused, upstreamHalted: halted },
+          now(),
+        );
+        if (change && change.before !== change.after) {
+          moved.push(p.slug);
+          log.info(
+            {
+              slug: p.slug,
+              from: change.before,
+              to: change.after,
+              enginePaused: flags.paused,
+              halted,
+            },
+            'product status follows the chain',
+          );
+        }
+      } catch (err) {
+        log.error({ slug: p.slug, err: chainErrorMessage(err) }, 'status read failed');
+      }
+    }
+    return moved;
+  }
+
+  return { follow };
+}
+
+export type StatusFollower = ReturnType<typeof createStatusFollower>;

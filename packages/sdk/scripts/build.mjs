@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
- * Builds the package with the TypeScript compiler alone, twice: ES modules into dist/esm and
- * CommonJS into dist/cjs (marked by its own package.json), each with its declarations, so both
- * `import` and `require` get code and types. Then prints the size a bundler would ship of each
- * entry point, minified and gzip-compressed (esbuild measures; it is not part of the build).
+ * Builds the package with the TypeScript compiler alone: one checked compilation emits ES modules
+ * and declarations into dist/esm; the same sources are then transpiled file by file to CommonJS
+ * into dist/cjs (marked by its own package.json) beside a copy of the declarations, so both
+ * `import` and `require` get code and types without type-checking twice. Then prints the size a
+ * bundler would ship of each entry point, minified and gzip-compressed (esbuild measures; it is
+ * not part of the build).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,19 +23,28 @@ const run = (args) =>
 
 rmSync(dist, { recursive: true, force: true });
 run(['-p', 'tsconfig.build.json']);
-run([
-  '-p',
-  'tsconfig.build.json',
-  '--module',
-  'commonjs',
-  '--moduleResolution',
-  'node10',
-  '--verbatimModuleSyntax',
-  'false',
-  '--outDir',
-  'dist/cjs',
-]);
-mkdirSync(path.join(dist, 'cjs'), { recursive: true });
+const ts = require('typescript');
+const src = path.join(root, 'src');
+for (const file of readdirSync(src, { recursive: true, encoding: 'utf8' })) {
+  if (!file.endsWith('.ts')) continue;
+  const { outputText } = ts.transpileModule(readFileSync(path.join(src, file), 'utf8'), {
+    fileName: file,
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      rewriteRelativeImportExtensions: true,
+      verbatimModuleSyntax: false,
+    },
+  });
+  const out = path.join(dist, 'cjs', file.replace(/\.ts$/, '.js'));
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, outputText);
+}
+// The declarations describe both module systems alike; dist/cjs/package.json makes them CommonJS.
+cpSync(path.join(dist, 'esm'), path.join(dist, 'cjs'), {
+  recursive: true,
+  filter: (from) => !from.endsWith('.js'),
+});
 writeFileSync(path.join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
 
 /** Minified + gzipped bytes of an entry point bundled for a browser, viem left out. */

@@ -56,7 +56,17 @@ export async function renderTypes(document: Record<string, unknown>): Promise<st
     alphabetize: true,
     exportType: true,
   });
-  return HEADER + astToString(ast);
+  // The one runtime value: the event types of the document's `webhooks` section (the catalogue),
+  // so verifyWebhook can tell a known type from one added after this build.
+  const eventTypes = Object.keys(
+    (document.webhooks as Record<string, unknown> | undefined) ?? {},
+  ).sort();
+  return (
+    HEADER +
+    astToString(ast) +
+    `\n/** The outbound event types of the catalogue, from the document's webhooks section. */\n` +
+    `export const webhookEventTypes = ${JSON.stringify(eventTypes)} as const;\n`
+  );
 }
 
 export function committedTypes(): string {

@@ -1,95 +1,30 @@
 /**
- * Payloads of the outbound events, as the spec and DECISIONS define them. The body of a delivery is
- * exactly one of these objects; the type travels in the `X-Service-Event` header. New types appear
+ * The outbound events, typed from the event catalogue (the `webhooks` section of the service's
+ * OpenAPI document, generated into ./generated/openapi.ts). The body of a delivery is exactly the
+ * payload object of its type; the type travels in the `X-Service-Event` header. New types appear
  * over time: verifyWebhook returns them as unknown events, never rejects them.
  */
+import { webhookEventTypes, type webhooks } from './generated/openapi.ts';
+
+type Payload<T extends keyof webhooks> = webhooks[T] extends {
+  post: { requestBody: { content: { 'application/json': infer B } } };
+}
+  ? B
+  : never;
+
+export type WebhookEventType = keyof webhooks;
+/** The payload of each event type. */
+export type WebhookEventData = { [T in WebhookEventType]: Payload<T> };
+
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = webhookEventTypes;
 
 /** `deposit.confirmed` and `redeem.confirmed`: one chain log at confirmation depth. */
-export interface ConfirmedEvent {
-  slug: string;
-  chain_id: number;
-  tx_hash: string;
-  block_number: number;
-  log_index: number;
-  /** The share owner of the log. */
-  user_address: string;
-  /** Decimal string in whole asset units. */
-  amount: string;
-  /** Decimal string in whole share units. */
-  shares: string;
-  asset_symbol: string;
-  /** Block time, ISO 8601 UTC. */
-  occurred_at: string;
-}
-
-export interface RedeemRequestedEvent {
-  slug: string;
-  chain_id: number;
-  tx_hash: string;
-  log_index: number;
-  user_address: string;
-  shares: string;
-  /** Hex id of the request; pass it to the engine's claim. */
-  request_id: string;
-  estimated_settlement_at: string;
-  occurred_at: string;
-}
-
-export interface ApyChangeEvent {
-  slug: string;
-  /** JSON numbers, as the spec types them (decimal fractions). */
-  previous_apy: number;
-  current_apy: number;
-  /** Percent, 2 decimals; negative for a fall. */
-  change_pct: number;
-  /** YYYY-MM-DD (UTC). */
-  date: string;
-}
-
-export interface TvlAlertEvent {
-  slug: string;
-  /** Decimal strings in whole asset units. */
-  previous_tvl: string;
-  current_tvl: string;
-  change_pct: number;
-  date: string;
-}
-
-export interface VaultPauseEvent {
-  slug: string;
-  status: string;
-}
-
-export interface ProductDeployedEvent {
-  slug: string;
-  chain_id: number;
-  engine_contract_address: string;
-  underlying_vault_address: string;
-  status: string;
-  occurred_at: string;
-}
-
-export interface WebhookEventData {
-  'deposit.confirmed': ConfirmedEvent;
-  'redeem.confirmed': ConfirmedEvent;
-  'redeem.requested': RedeemRequestedEvent;
-  apy_change: ApyChangeEvent;
-  tvl_alert: TvlAlertEvent;
-  vault_pause: VaultPauseEvent;
-  'product.deployed': ProductDeployedEvent;
-}
-
-export type WebhookEventType = keyof WebhookEventData;
-
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = [
-  'deposit.confirmed',
-  'redeem.requested',
-  'redeem.confirmed',
-  'apy_change',
-  'tvl_alert',
-  'vault_pause',
-  'product.deployed',
-];
+export type ConfirmedEvent = WebhookEventData['deposit.confirmed'];
+export type RedeemRequestedEvent = WebhookEventData['redeem.requested'];
+export type ApyChangeEvent = WebhookEventData['apy_change'];
+export type TvlAlertEvent = WebhookEventData['tvl_alert'];
+export type VaultPauseEvent = WebhookEventData['vault_pause'];
+export type ProductDeployedEvent = WebhookEventData['product.deployed'];
 
 interface EventBase {
   /** The delivery's `webhook-id`: the same across retries and replays of one event. */

@@ -1942,3 +1942,6 @@ export interface operations {
         };
     };
 }
+
+/** The outbound event types of the catalogue, from the document's webhooks section. */
+export const webhookEventTypes = ["apy_change","deposit.confirmed","product.deployed","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;

@@ -166,8 +166,18 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     );
     children.push(api.child);
     const base = api.match[1]!;
-    // The chain comes up after the server listens: wait until position answers.
     const slug = partner.live.products.active as string;
+    // The chain comes up after the server listens: wait until health answers.
+    const waitListening = async (p: { out: () => string }) => {
+      const url = /listening on (http:\/\/\S+)/.exec(p.out())?.[1];
+      for (let t = 0; t < 100 && url; t++) {
+        const r = await fetch(`${url}/api/partner/products/${slug}/health`, {
+          headers: { 'x-api-key': keys[0]! },
+        });
+        if (r.status === 200) return;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
     for (let t = 0; t < 100; t++) {
       const r = await fetch(`${base}/api/partner/products/${slug}/health`, {
         headers: { 'x-api-key': keys[0]! },
@@ -205,6 +215,21 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
         : `0x${createHash('sha256').update(`wallet-${i}`).digest('hex').slice(0, 40)}`,
     );
     const apiPid = api.child.pid!;
+    // BENCH_METRICS=1: the same endpoints also against a second API process with METRICS_PORT set
+    // (per-request metrics recorded) and /metrics scraped every second, to price the metrics.
+    // PostgreSQL only: PGlite allows one process per DATA_DIR.
+    const withMetrics =
+      process.env.BENCH_METRICS && engine === 'postgres'
+        ? await start(
+            [...SERVICE_NODE_FLAGS, BIN, 'start'],
+            { ...env, ROLES: 'api', METRICS_PORT: '0' },
+            /Metrics on (http:\/\/\S+)/,
+          )
+        : undefined;
+    if (withMetrics) {
+      children.push(withMetrics.child);
+      await waitListening(withMetrics);
+    }
     const scenarios: Scenario[] = [
       {
         name: 'bare Fastify route',
@@ -255,6 +280,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
 
     // BENCH_ONLY=fee-stats,products (substrings of scenario names; the bare route always runs).
     const only = process.env.BENCH_ONLY?.split(',');
+    const metricsCompare: Array<{ name: string; off: number; on: number }> = [];
     const results = [];
     for (const s of scenarios.filter(
       (x, i) => i === 0 || !only || only.some((o) => x.name.includes(o)),
@@ -264,6 +290,42 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
     }
     const bareRps = results[0]!.rps;
+    if (withMetrics) {
+      const metricsBase = /listening on (http:\/\/\S+)/.exec(withMetrics.out())![1]!;
+      const scrapeUrl = withMetrics.match[1]!;
+      let scrapes = 0;
+      const scraper = setInterval(() => {
+        void fetch(scrapeUrl)
+          .then((r) => r.text())
+          .then(
+            () => scrapes++,
+            () => {},
+          );
+      }, 1_000);
+      console.log('\nmetrics on/off (METRICS_PORT set, /metrics scraped every second):');
+      try {
+        for (const s of scenarios.filter((x) => x.url === base)) {
+          if (only && !only.some((o) => s.name.includes(o))) continue;
+          // Interleaved, alternating which goes first, so both see the same machine.
+          const runOn = () => run({ ...s, url: metricsBase, pid: withMetrics.child.pid! }, keys);
+          const first = metricsCompare.length % 2 === 0;
+          const off = first ? await run(s, keys) : undefined;
+          const on = await runOn();
+          const offRun = off ?? (await run(s, keys));
+          metricsCompare.push({ name: s.name, off: offRun.rps, on: on.rps });
+          console.log(
+            `  ${s.name.padEnd(28)} off ${Math.round(offRun.rps)} req/s, on ${Math.round(on.rps)} req/s: ${(((offRun.rps - on.rps) / offRun.rps) * 100).toFixed(1)} % cost`,
+          );
+        }
+      } finally {
+        clearInterval(scraper);
+      }
+      const offSum = metricsCompare.reduce((a, r) => a + r.off, 0);
+      const onSum = metricsCompare.reduce((a, r) => a + r.on, 0);
+      console.log(
+        `  all endpoints: ${(((offSum - onSum) / offSum) * 100).toFixed(1)} % throughput cost of metrics (target < 5 %), ${scrapes} scrapes`,
+      );
+    }
     console.log(
       `\nnpm run bench:api — ${CONNECTIONS} connections, ${DURATION_S} s per endpoint, ${KEYS} keys, Node ${process.version}`,
     );

@@ -3,7 +3,9 @@
  * TEST_DATABASE_URL (or DATABASE_URL) names a server, on PostgreSQL.
  *
  * Outbound: the service's dispatcher and sender (this process) deliver to a local HTTPS receiver
- * (its own process, test CA trusted, loopback allow-listed), in two phases of 10,000 events each:
+ * (its own process, test CA trusted, loopback allow-listed), three times in the same run — signing
+ * with X-Service-Signature only (the baseline), with both schemes (the default), and with both
+ * during a rotation's grace period — each in two phases of 10,000 events:
  *  - burst: 10,000 events committed in one transaction; deliveries/s = 10,000 / (last receipt −
  *    commit);
  *  - paced: 10,000 events committed in small transactions at 1,500 events/s; p50/p99 of the time
@@ -31,8 +33,9 @@ import { createPartnersRepo } from '../src/db/partners.ts';
 import { createWebhookDestinationsRepo } from '../src/db/webhook-destinations.ts';
 import { createAddressPolicy, parseCidrList } from '../src/webhooks/address-policy.ts';
 import { createDispatcher } from '../src/webhooks/dispatcher.ts';
-import { createSecretBox } from '../src/webhooks/secret-box.ts';
+import { createSecretBox, generateDestinationSecret } from '../src/webhooks/secret-box.ts';
 import { createSender } from '../src/webhooks/sender.ts';
+import { type SigningSecret, signDelivery, signingSecret } from '../src/webhooks/signature.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/yield-service.mjs');
@@ -143,17 +146,27 @@ async function waitForCount(
   }
 }
 
-async function outbound(engine: Engine) {
+/**
+ * How deliveries are signed: `service` only (X-Service-Signature, what signing cost before #15: the
+ * baseline), `both` schemes (X-Service-Signature and Standard Webhooks' webhook-signature, the
+ * default), and `rotation`: both schemes during a rotation's grace period (two webhook-signature
+ * entries, three HMACs per attempt).
+ */
+type Signing = 'service' | 'both' | 'rotation';
+
+async function outbound(engine: Engine, signing: Signing) {
   const dir = mkdtempSync(path.join(tmpdir(), 'pys-bench-webhooks-'));
   const { db, drop } = await freshDatabase(engine, dir);
   const receiver = await startReceiver();
   const box = createSecretBox(randomBytes(32));
   const partner = await createPartnersRepo(db).create('Bench');
-  await createWebhookDestinationsRepo(db, box).add({
+  const destinations = createWebhookDestinationsRepo(db, box);
+  const { destination } = await destinations.add({
     partnerId: partner.id,
     environment: 'live',
     url: receiver.url,
   });
+  if (signing === 'rotation') await destinations.rotate(destination.id, { graceMs: 3_600_000 });
   const sender = createSender({
     policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
     extraCa: await import('node:fs').then((fs) =>
@@ -165,6 +178,7 @@ async function outbound(engine: Engine) {
     logger: pino({ level: 'silent' }),
     sender,
     secretBox: box,
+    standardSignatures: signing !== 'service',
   }).job();
   job.start();
   try {
@@ -205,6 +219,7 @@ async function outbound(engine: Engine) {
     } while (rows.some((r) => r.status === 'pending') && Date.now() < deadline);
     return {
       engine,
+      signing,
       burstRate,
       burstSeconds: (last - committed) / 1000,
       offered,
@@ -315,20 +330,84 @@ async function inbound(engine: Engine) {
   }
 }
 
-const engines: Engine[] =
-  process.env.TEST_DATABASE_URL || process.env.DATABASE_URL ? ['postgres', 'pglite'] : ['pglite'];
+const engines: Engine[] = process.env.BENCH_ENGINES
+  ? (process.env.BENCH_ENGINES.split(',') as Engine[])
+  : process.env.TEST_DATABASE_URL || process.env.DATABASE_URL
+    ? ['postgres', 'pglite']
+    : ['pglite'];
+const SIGNINGS: Signing[] = ['service', 'both', 'rotation'];
+
+/** CPU cost of signing one delivery, per signing, in this process (no I/O: what signing adds). */
+function signingCost(): Record<Signing, number> {
+  const body = JSON.stringify({
+    slug: 'usdc-core',
+    chain_id: 31337,
+    tx_hash: `0x${'ab'.repeat(32)}`,
+    block_number: 1000,
+    log_index: 0,
+    user_address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    amount: '1250.5',
+    shares: '1250.500000000000',
+    asset_symbol: 'USDC',
+    occurred_at: '2026-11-22T00:00:00Z',
+  });
+  const current = signingSecret(generateDestinationSecret());
+  const previous = signingSecret(generateDestinationSecret());
+  const n = 100_000;
+  const time = (secrets: [SigningSecret, ...SigningSecret[]], standard: boolean) => {
+    const started = performance.now();
+    for (let i = 0; i < n; i++)
+      signDelivery(secrets, `evt_${i}`, 1_760_000_000 + i, body, standard);
+    return ((performance.now() - started) * 1000) / n;
+  };
+  time([current], true); // warm-up
+  return {
+    service: time([current], false),
+    both: time([current], true),
+    rotation: time([current, previous], true),
+  };
+}
 let failed = false;
 // BENCH_ONLY=outbound or inbound runs one half.
 const only = process.env.BENCH_ONLY;
+if (only !== 'inbound') {
+  const cost = signingCost();
+  console.log(
+    `signing one delivery (CPU, this process): service-only ${cost.service.toFixed(2)} µs, both schemes ${cost.both.toFixed(2)} µs, both during a rotation ${cost.rotation.toFixed(2)} µs`,
+  );
+}
 for (const engine of engines) {
   if (only !== 'inbound') {
-    const o = await outbound(engine);
-    console.log(
-      `outbound ${engine}: burst ${o.burstRate.toFixed(0)} deliveries/s (${EVENTS} in ${o.burstSeconds.toFixed(2)} s); ` +
-        `paced at ${o.offered.toFixed(0)} events/s: ${o.pacedRate.toFixed(0)} deliveries/s, commit→receipt p50 ${o.p50} ms, p99 ${o.p99} ms; ` +
-        `rows ${JSON.stringify(o.statuses)}, received ${o.received}`,
-    );
-    if (o.received !== 2 * EVENTS || o.statuses.delivered !== 2 * EVENTS) failed = true;
+    // The same run measures the baseline (service signature only) and the two-scheme signing, so
+    // that the comparison is not between two machines' loads.
+    // In the order A B C B A, averaged per signing, so that a load that drifts during the run
+    // (a shared machine) weighs on each the same.
+    const results = new Map<Signing, Array<Awaited<ReturnType<typeof outbound>>>>();
+    for (const signing of ['service', 'both', 'rotation', 'both', 'service'] as const) {
+      const o = await outbound(engine, signing);
+      results.set(signing, [...(results.get(signing) ?? []), o]);
+      console.log(
+        `outbound ${engine} [${signing}]: burst ${o.burstRate.toFixed(0)} deliveries/s (${EVENTS} in ${o.burstSeconds.toFixed(2)} s); ` +
+          `paced at ${o.offered.toFixed(0)} events/s: ${o.pacedRate.toFixed(0)} deliveries/s, commit→receipt p50 ${o.p50} ms, p99 ${o.p99} ms; ` +
+          `rows ${JSON.stringify(o.statuses)}, received ${o.received}`,
+      );
+      if (o.received !== 2 * EVENTS || o.statuses.delivered !== 2 * EVENTS) failed = true;
+    }
+    const mean = (signing: Signing, f: (o: Awaited<ReturnType<typeof outbound>>) => number) => {
+      const runs = results.get(signing) ?? [];
+      return runs.reduce((sum, o) => sum + f(o), 0) / runs.length;
+    };
+    const baseRate = mean('service', (o) => o.burstRate);
+    for (const signing of SIGNINGS) {
+      const rate = mean(signing, (o) => o.burstRate);
+      const cost = (1 - rate / baseRate) * 100;
+      console.log(
+        `outbound ${engine} mean [${signing}]: burst ${rate.toFixed(0)} deliveries/s, paced p99 ${mean(signing, (o) => o.p99).toFixed(0)} ms` +
+          (signing === 'service'
+            ? ' (baseline: X-Service-Signature only)'
+            : `; ${cost >= 0 ? '-' : '+'}${Math.abs(cost).toFixed(1)} % deliveries/s vs the baseline (budget: at most 10 % less)`),
+      );
+    }
   }
   if (only === 'outbound') continue;
   const inb = await inbound(engine);

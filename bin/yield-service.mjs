@@ -6,15 +6,11 @@
 import { register } from 'tsx/esm/api';
 
 register();
+// A Node parent may give us an IPC channel (the test suites do, so `start` can follow its parent's
+// death: src/cli/main.ts). It must never keep a one-shot command alive.
+process.channel?.unref();
 const { runCli } = await import('../src/cli/main.ts');
-try {
-  await runCli(process.argv);
-} catch (err) {
-  // Operational failures (a server that refuses, a migration that stops) get one clear line; the
-  // stack is for programming errors, or on request with LOG_LEVEL=debug.
-  const operational = err && (typeof err.code === 'string' || err.name === 'MigrationError');
-  const debug = process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace';
-  const text = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`yield-service: ${operational && !debug ? text : (err?.stack ?? text)}\n`);
-  process.exit(1);
-}
+// Failures are written by runCli (one line for operational ones); a long-running command (start,
+// chain) answers 0 once started and the process lives on.
+const code = await runCli(process.argv.slice(2));
+if (code !== 0) process.exit(code);

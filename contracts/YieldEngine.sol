@@ -274,7 +274,7 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     /// or when the underlying publishes no schedule: ERC-7540 has no standard view for it).
     function claimableAt(uint256 requestId) external view returns (uint256) {
         RedeemRequest memory r = _requests[requestId];
-        if (r.controller == address(0)) return 0;
+        if (r.controller == address(0) || r.underlyingShares == 0) return 0;
         try IRedeemSchedule(address(_underlying)).claimableAt(r.underlyingRequestId) returns (uint256 readyAt) {
             return readyAt;
         } catch {
@@ -315,28 +315,32 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
 
     /// @dev Fee owed at this block and the mark after charging it. Prices use the same virtual
     /// offsets as the conversions (assets + 1, supply + 10**offset), so they are defined when empty.
+    /// The gain above the mark is exact (PRICE_SCALE units, no rounded price in between), and the
+    /// new mark is rounded up so that, once the fee shares are minted, the gain left above it carries
+    /// a fee below one base unit: an accrual leaves nothing to accrue in the same block, so previews
+    /// and max* read before a call price exactly as the call does after its own accrual.
     function _computeFee() internal view returns (uint256 feeShares, uint256 feeAssets, uint256 newMark) {
         uint256 assets = activeAssets() + 1;
         uint256 supply = activeSupply() + 10 ** DECIMALS_OFFSET;
-        uint256 price = assets.mulDiv(PRICE_SCALE, supply);
         uint256 mark = highWaterMark;
-        if (price <= mark) return (0, 0, mark); // loss, or recovery still below the mark: no fee
+        uint256 value = assets * PRICE_SCALE;
+        uint256 atMark = mark * supply;
+        if (value <= atMark) return (0, 0, mark); // loss, or recovery still below the mark: no fee
         uint256 totalBps = uint256(serviceFeeBps) + partnerFeeBps;
-        if (totalBps == 0) return (0, 0, price); // no fee on this gain: the mark follows the price
-        uint256 profit = (price - mark).mulDiv(supply, PRICE_SCALE);
-        feeAssets = profit.mulDiv(totalBps, BPS);
+        // No fee on this gain: the mark follows the price.
+        if (totalBps == 0) return (0, 0, value / supply);
+        uint256 gain = value - atMark; // assets above the mark, times PRICE_SCALE
+        feeAssets = gain.mulDiv(totalBps, BPS * PRICE_SCALE);
         // A fee that rounds to zero charges nothing, so the mark stays: the gain remains above it
         // and is charged by a later accrual (calling accrueFees() often cannot shave the fee).
         if (feeAssets == 0) return (0, 0, mark);
         // Shares worth exactly `feeAssets` once minted: f / (supply + f) = feeAssets / assets.
         feeShares = feeAssets.mulDiv(supply, assets - feeAssets);
         if (feeShares == 0) return (0, 0, mark);
-        // The mark moves by the gain this fee was charged on, not to the price: `feeAssets` is the
-        // floor of profit * bps, so the gain whose fee rounded away stays above the new mark.
-        // mark' * supply' = mark * supply + feeAssets * BPS / totalBps (the charged gain, at most
-        // the profit), both in PRICE_SCALE units.
-        uint256 newSupply = supply + feeShares;
-        newMark = mark.mulDiv(supply, newSupply) + feeAssets.mulDiv(BPS * PRICE_SCALE, totalBps * newSupply);
+        // The mark moves by the gain this fee was charged on (feeAssets * BPS / totalBps, at most
+        // the gain), not to the price: mark' * supply' = mark * supply + charged gain, rounded up.
+        uint256 charged = Math.ceilDiv(feeAssets * BPS * PRICE_SCALE, totalBps);
+        newMark = Math.ceilDiv(atMark + charged, supply + feeShares);
         if (newMark < mark) newMark = mark; // the mark never falls
     }
 
@@ -461,15 +465,27 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
 
     /// @notice The holder's assets, bounded by what the engine can pay out now (`exitLiquidity()`).
     function maxWithdraw(address owner_) public view override returns (uint256) {
-        return Math.min(_convertToAssets(balanceOf(owner_), Math.Rounding.Floor), exitLiquidity());
+        return Math.min(_convertToAssets(_sharesAfterAccrual(owner_), Math.Rounding.Floor), exitLiquidity());
     }
 
     /// @notice The holder's shares, bounded by the shares `exitLiquidity()` redeems.
     function maxRedeem(address owner_) public view override returns (uint256) {
-        uint256 shares = balanceOf(owner_);
+        uint256 shares = _sharesAfterAccrual(owner_);
         uint256 liquidity = exitLiquidity();
         if (_convertToAssets(shares, Math.Rounding.Floor) <= liquidity) return shares;
         return Math.min(shares, _convertToShares(liquidity, Math.Rounding.Floor));
+    }
+
+    /// @dev The owner's shares once the call's own accrual minted the pending fee: a fee recipient
+    /// redeems (and is bounded by) what it holds at that point, as the call itself sees it.
+    function _sharesAfterAccrual(address owner_) private view returns (uint256 shares) {
+        shares = balanceOf(owner_);
+        if (owner_ != serviceFeeRecipient && owner_ != partnerFeeRecipient) return shares;
+        (uint256 feeShares,,) = _computeFee();
+        if (feeShares == 0) return shares;
+        uint256 serviceShares = feeShares.mulDiv(serviceFeeBps, uint256(serviceFeeBps) + partnerFeeBps);
+        if (owner_ == serviceFeeRecipient) shares += serviceShares;
+        if (owner_ == partnerFeeRecipient) shares += feeShares - serviceShares;
     }
 
     function deposit(uint256 assets, address receiver) public override nonReentrant returns (uint256) {
@@ -533,13 +549,17 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         uint256 assets = _convertToAssets(shares, Math.Rounding.Floor);
         // Rounded down: the request never takes more than the shares are worth from the pool.
         uint256 uShares = _underlying.convertToShares(assets);
-        if (uShares == 0) revert ZeroShares();
         uint256 held = heldUnderlyingShares();
         if (uShares > held) revert ExceedsUnderlying(uShares, held);
         _transfer(owner_, address(this), shares);
         escrowedShares += shares;
         pendingUnderlyingShares += uShares;
-        uint256 uRequestId = IERC7540Redeem(address(_underlying)).requestRedeem(uShares, address(this), address(this));
+        // Shares worth less than one underlying share (dust, e.g. a fee remainder) need no underlying
+        // request: the request is claimable at once and pays nothing, so that dust never locks a
+        // holder out of a deprecated engine.
+        uint256 uRequestId = uShares == 0
+            ? 0
+            : IERC7540Redeem(address(_underlying)).requestRedeem(uShares, address(this), address(this));
         requestId = nextRequestId++;
         _requests[requestId] = RedeemRequest(controller, owner_, shares, uRequestId, uShares, false);
         emit RedeemRequested(controller, owner_, requestId, msg.sender, shares);
@@ -561,10 +581,12 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         r.claimed = true;
         escrowedShares -= shares;
         pendingUnderlyingShares -= uShares;
-        uint256 idleBefore = idleAssets();
-        uint256 owed = _underlying.redeem(uShares, address(this), address(this));
-        assets = idleAssets() - idleBefore;
-        if (assets < owed) revert ClaimShortfall(requestId, owed, assets);
+        if (uShares > 0) {
+            uint256 idleBefore = idleAssets();
+            uint256 owed = _underlying.redeem(uShares, address(this), address(this));
+            assets = idleAssets() - idleBefore;
+            if (assets < owed) revert ClaimShortfall(requestId, owed, assets);
+        }
         _burn(address(this), shares);
         IERC20(asset()).safeTransfer(receiver, assets);
         emit Withdraw(msg.sender, receiver, msg.sender, assets, shares);
@@ -575,6 +597,7 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     /// Claimable shares of one controller are fungible in ERC-7540 (claims are by amount), so the
     /// aggregate is what counts; the request's own pending amount says whether it has settled.
     function _claimable(RedeemRequest memory r) private view returns (bool) {
+        if (r.underlyingShares == 0) return true; // dust: nothing was requested upstream
         if (IERC7540Redeem(address(_underlying)).pendingRedeemRequest(r.underlyingRequestId, address(this)) > 0) {
             return false;
         }

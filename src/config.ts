@@ -116,6 +116,19 @@ const settings = {
     expects: 'a redis:// or rediss:// URL',
     parse: url(['redis:', 'rediss:']),
   },
+  METRICS_PORT: {
+    describe:
+      'TCP port of the Prometheus metrics endpoint (`GET /metrics`), a server of its own, apart from the API port (0 picks a free port). Unset: no metrics endpoint. See docs/operations.md.',
+    expects: 'an integer from 0 to 65535',
+    parse: integer(0, 65535),
+  },
+  METRICS_HOST: {
+    describe:
+      'Interface the metrics endpoint binds to. Keep it private: loopback, or an address only the scraper reaches.',
+    expects: 'a host name or IP address',
+    parse: nonEmpty,
+    default: '127.0.0.1',
+  },
   LOG_LEVEL: {
     describe: 'Minimum level of the JSON logs on stdout.',
     expects: 'one of fatal, error, warn, info, debug, trace, silent',
@@ -176,6 +189,27 @@ const settings = {
       'PEM file of extra certificate authorities that outbound webhooks trust besides the system ones (a development or test CA).',
     expects: 'a path to a readable PEM file',
     parse: nonEmpty,
+  },
+  WEBHOOK_DISABLE_AFTER_DAYS: {
+    describe:
+      'An outbound destination whose delivery attempts have all failed for this many days is disabled (its pending deliveries failed, a reason shown to the partner); re-enabling replays what failed meanwhile.',
+    expects: 'an integer from 1 to 90',
+    parse: integer(1, 90),
+    default: '5',
+  },
+  WEBHOOK_ATTEMPT_RETENTION_DAYS: {
+    describe:
+      'Outbound delivery attempts, finished deliveries and their response excerpts older than this are deleted by the worker, in small batches.',
+    expects: 'an integer from 1 to 3650',
+    parse: integer(1, 3650),
+    default: '90',
+  },
+  INBOUND_IDEMPOTENCY_RETENTION_DAYS: {
+    describe:
+      'Inbound webhook events, and so their `Idempotency-Key`s, are kept this many days (at least 30, DECISIONS) before the worker deletes them in small batches; a key reused within it still answers as a duplicate.',
+    expects: 'an integer from 30 to 3650',
+    parse: integer(30, 3650),
+    default: '30',
   },
   PORTAL_PUBLIC_URL: {
     describe:

@@ -3,6 +3,7 @@
  * that can carry a secret is censored wherever it appears in a log object.
  */
 import { type Logger, type LoggerOptions, pino } from 'pino';
+import { createLogDestination, type LogDestination } from './log-destination.ts';
 
 export type { Logger };
 
@@ -41,5 +42,19 @@ export function createLogger(
     base: { service: 'partner-yield' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (destination) return pino(options, destination);
+  // stdout through a destination that cannot block or throw when stdout's reader is gone
+  // (src/log-destination.ts); what is still queued at exit gets a bounded synchronous flush.
+  return pino(options, stdoutDestination());
+}
+
+let stdout: LogDestination | undefined;
+/** One destination for fd 1 per process, however many loggers write to it. */
+function stdoutDestination(): LogDestination {
+  if (!stdout) {
+    const created = createLogDestination(1);
+    process.once('exit', () => created.flushSync(200));
+    stdout = created;
+  }
+  return stdout;
 }

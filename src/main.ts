@@ -22,7 +22,10 @@ import { createRedis, type Redis } from './redis.ts';
 import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
 import { provisionDemo } from './sync/demo.ts';
 import { writeDemoCredentials } from './sync/demo-credentials.ts';
+import { registerStateCollectors } from './telemetry/collectors.ts';
+import { type MetricsServer, startMetricsServer } from './telemetry/server.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
+import { maintenanceSettings } from './webhooks/maintenance.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
 import { buildWorkerJobs } from './worker/jobs.ts';
 import { createWorker, type Worker } from './worker/runner.ts';
@@ -30,6 +33,8 @@ import { createWorker, type Worker } from './worker/runner.ts';
 export interface RunningService {
   /** Base URL of the HTTP server when the api role runs. */
   url: string | undefined;
+  /** URL of the Prometheus endpoint when METRICS_PORT is set. */
+  metricsUrl: string | undefined;
   db: Database;
   /**
    * Settles once the chains are up (the local chain is built or reloaded, which can take seconds),
@@ -65,7 +70,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const mailer = mailerFromConfig(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
+  let metrics: MetricsServer | undefined;
+  let unregisterCollectors: (() => void) | undefined;
   try {
+    if (config.METRICS_PORT !== undefined) {
+      metrics = await startMetricsServer(config.METRICS_HOST, config.METRICS_PORT);
+      // Queue depths and the last finished days are shared state: the workers report them.
+      if (config.ROLES.includes('worker')) unregisterCollectors = registerStateCollectors(db);
+      logger.info({ url: metrics.url }, 'metrics listening');
+    }
     // Listen first: liveness answers while storage initialises; readiness waits for it.
     let url: string | undefined;
     let provideChains: (chains: ChainEntries) => void = () => {};
@@ -77,6 +90,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       app = await buildApp({
         db,
         logger,
+        httpMetrics: config.METRICS_PORT !== undefined,
         redis,
         chains: apiChains,
         secretBox,
@@ -150,7 +164,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         }
       }
       if (!stopRequested && config.ROLES.includes('worker')) {
-        const jobs = buildWorkerJobs({ db, logger, runtime, webhooks: { sender, secretBox } });
+        const jobs = buildWorkerJobs({
+          db,
+          logger,
+          runtime,
+          webhooks: { sender, secretBox, maintenance: maintenanceSettings(config) },
+        });
         worker = createWorker(jobs, logger);
         worker.start();
       }
@@ -161,6 +180,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let stopping: Promise<void> | undefined;
     return {
       url,
+      metricsUrl: metrics?.url,
       db,
       ready,
       stop() {
@@ -173,13 +193,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           await sender.close();
           mailer.close();
           await runtime?.stop();
+          await metrics?.close();
+          unregisterCollectors?.();
           await Promise.all([db.close(), redis?.quit()]);
         })();
         return stopping;
       },
     };
   } catch (err) {
-    await Promise.allSettled([app?.close(), worker?.stop(), sender.close()]);
+    await Promise.allSettled([app?.close(), worker?.stop(), sender.close(), metrics?.close()]);
+    unregisterCollectors?.();
     await db.close().catch(() => {});
     redis?.disconnect();
     throw err;

@@ -3,6 +3,7 @@
  * launch products, the indexer and the metrics processor fill events and history; then, with the service stopped (the embedded database allows one process), the
  * operator commands pause, resume and deprecate demo products on the saved chain.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '../src/db/client.ts';
 import { outboundPayloadError } from '../src/webhooks/event-catalogue.ts';
 import { secretFingerprint } from '../src/webhooks/secret-box.ts';
+import { runCliInProcess } from './helpers/cli.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-demo-'));
@@ -22,11 +24,11 @@ const env = {
   LOG_LEVEL: 'info',
 };
 
-async function cli(args: string[]) {
-  const p = spawnCli(args, { ...env, LOG_LEVEL: 'silent' });
-  const { code } = await p.exited;
-  return { code, out: p.stdout(), err: p.stderr() };
-}
+/**
+ * An operator command on the stopped service's DATA_DIR, run in this process (helpers/cli.ts):
+ * `start` above is the spawned bin.
+ */
+const cli = (args: string[]) => runCliInProcess(args, { env: { ...env, LOG_LEVEL: 'silent' } });
 
 interface DemoCredentials {
   base_url: string;
@@ -42,8 +44,12 @@ interface DemoEnvironment {
   api_key: string;
   revoked_api_key: string;
   inbound_secret: string;
-  products: Record<'active' | 'active_async' | 'paused' | 'deprecated' | 'pending_deploy', string>;
+  products: Record<
+    'active' | 'active_async' | 'paused' | 'deprecated' | 'pending_deploy' | 'launch',
+    string
+  >;
   wallets: string[];
+  deprecated_wallets: string[];
 }
 
 interface ListedProduct {
@@ -124,8 +130,67 @@ describe('the demo', { timeout: 240_000 }, () => {
         expect(position.status).toBe(200);
         const data = ((await position.json()) as { data: { shares: string } }).data;
         expect(Number(data.shares)).toBeGreaterThan(0); // display check only; values are strings
+
+        // Every product the demo creates is named, the launch one too (active by now).
+        expect(c.products.launch).toMatch(new RegExp(`-${environment}-usdc-launch$`));
+        const launch = await call(`/api/partner/products/${c.products.launch}`, c.api_key);
+        const launched = (
+          (await launch.json()) as {
+            data: { status: string; latest_metrics: Record<string, string> | null };
+          }
+        ).data;
+        expect(launched.status).toBe('active');
+        // Launched today: priced on the underlying's measured day, never a null APY (#14).
+        expect(launched.latest_metrics).toMatchObject({
+          underlying_apy: expect.stringMatching(/^-?\d+\.\d{6}$/),
+          net_apy_for_user: expect.stringMatching(/^-?\d+\.\d{6}$/),
+          apy_basis: 'underlying_estimate',
+        });
+        // An exit-only position: a wallet still holds shares of the deprecated product.
+        expect(c.deprecated_wallets.length).toBeGreaterThan(0);
+        const exitOnly = await call(
+          `/api/partner/products/${c.products.deprecated}/position?address=${c.deprecated_wallets[0]}`,
+          c.api_key,
+        );
+        expect(exitOnly.status).toBe(200);
+        const held = ((await exitOnly.json()) as { data: { shares: string } }).data;
+        expect(held.shares).toMatch(/^[0-9.]+$/);
+        expect(held.shares).not.toMatch(/^0(\.0*)?$/);
+        const product = await call(`/api/partner/products/${c.products.deprecated}`, c.api_key);
+        expect(((await product.json()) as { data: { status: string } }).data.status).toBe(
+          'deprecated',
+        );
       }
     }
+
+    // The README's quickstart, run as written (less its `npm start`) with this service's PORT and
+    // DATA_DIR: every call answers success.
+    const readme = readFileSync(path.join(import.meta.dirname, '../README.md'), 'utf8');
+    const quickstart = /### Quickstart: a first call[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(quickstart).toContain('DATA_DIR');
+    const script = quickstart!
+      .split('\n')
+      .filter((line) => !line.startsWith('npm start'))
+      .join('\n');
+    const run = spawnSync('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        PATH: process.env.PATH,
+        PORT: new URL(creds.base_url).port,
+        DATA_DIR: dataDir,
+      },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    // curl prints each JSON answer without a newline: split between them.
+    const answers = run.stdout
+      .trim()
+      .replace(/\}\s*\{"success"/g, '}\n{"success"')
+      .split('\n');
+    expect(answers).toHaveLength(7);
+    for (const answer of answers) expect(JSON.parse(answer)).toMatchObject({ success: true });
 
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);

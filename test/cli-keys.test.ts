@@ -1,22 +1,43 @@
-/** `yield-service key …` through the real bin: the key is shown once, listed masked, revocable. */
-import { mkdtempSync, rmSync } from 'node:fs';
+/**
+ * `yield-service key …`: the key is shown once, listed masked, revocable. Run in this process (the
+ * bin's own commander program, helpers/cli.ts) on a test database; the refusal while another
+ * process holds the embedded database of DATA_DIR spawns the bin (the key group's smoke test).
+ */
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockDataDir } from '../src/db/pglite-lock.ts';
+import { runCliInProcess } from './helpers/cli.ts';
+import { freshDatabase, type TestDatabase } from './helpers/db.ts';
 import { spawnCli } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-keys-'));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+// A port where no local chain answers: these commands never need one.
+const env = { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' };
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await freshDatabase('pglite');
+  // For the spawned bin, a migrated copy in DATA_DIR: no initdb (seconds).
+  const copy = await freshDatabase('pglite');
+  await copy.db.close();
+  renameSync(copy.location, path.join(dataDir, 'pglite'));
+});
+afterAll(async () => {
+  await t.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
 
-async function cli(args: string[]) {
-  // A port where no local chain answers: these commands never need one.
-  const p = spawnCli(args, { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' });
+const cli = (args: string[]) => runCliInProcess(args, { env, database: t.db });
+
+/** The bin as its own process: the smoke test of the key commands. */
+async function spawned(args: string[]) {
+  const p = spawnCli(args, env);
   const { code } = await p.exited;
   return { code, out: p.stdout(), err: p.stderr() };
 }
 
-describe('key CLI', { timeout: 180_000 }, () => {
+describe('key CLI', () => {
   it('creates a key shown once, lists it masked, revokes it once', async () => {
     expect((await cli(['partner', 'create', '--name', 'Acme Wallet'])).code).toBe(0);
     const created = await cli([
@@ -51,11 +72,13 @@ describe('key CLI', { timeout: 180_000 }, () => {
     expect(JSON.parse((await cli(['key', 'list', '--json'])).out)[0].revoked_at).not.toBeNull();
   });
 
-  it('refuses, in one line, while another process has the embedded database open', async () => {
-    // This test process takes the lock, as a running service would.
+  it('refuses, in one line, while another process has the embedded database open', {
+    timeout: 60_000,
+  }, async () => {
+    // This test process takes the lock, as a running service would; the bin is spawned.
     const release = lockDataDir(path.join(dataDir, 'pglite'));
     try {
-      const r = await cli(['key', 'list']);
+      const r = await spawned(['key', 'list']);
       expect(r.code).toBe(1);
       expect(r.err).toMatch(
         new RegExp(`^yield-service: the embedded database .* is in use by process ${process.pid} `),
@@ -64,7 +87,8 @@ describe('key CLI', { timeout: 180_000 }, () => {
     } finally {
       release();
     }
-    expect((await cli(['key', 'list'])).code).toBe(0);
+    // Released: the command opens DATA_DIR's database as the bin does (no database passed in).
+    expect((await runCliInProcess(['key', 'list'], { env })).code).toBe(0);
   });
 
   it('refuses an unknown partner or environment with a non-zero exit', async () => {

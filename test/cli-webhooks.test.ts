@@ -1,16 +1,18 @@
 /**
- * `yield-service webhook …` through the real bin: secrets printed once and never
- * listed, HTTPS only, rotation, removal, the delivery log, both replay modes and inbound secrets.
- * Events are stored directly in the database (as the indexer would) between commands.
+ * `yield-service webhook …`: secrets printed once and never listed, HTTPS only, rotation, removal,
+ * the delivery log, both replay modes and inbound secrets. Run in this process (the bin's own
+ * commander program, helpers/cli.ts) on a test database; events are stored directly in it (as the
+ * indexer would) between commands. One smoke test spawns the bin.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createDatabase, type Database } from '../src/db/client.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../src/db/client.ts';
 import { createEventsRepo } from '../src/db/events.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
+import { runCliInProcess } from './helpers/cli.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from './helpers/db.ts';
 import { spawnCli } from './helpers/process.ts';
 
@@ -19,31 +21,27 @@ interface Json {
 }
 
 // The commands are engine-agnostic (the repositories are tested on both engines): PostgreSQL when a
-// server is named (faster to spawn against), else the embedded database of a DATA_DIR.
+// server is named, else PGlite.
 const engine = storageEngines().includes('postgres') ? 'postgres' : 'pglite';
 
-describe(`webhook CLI on ${engine}`, { timeout: 240_000 }, () => {
+describe(`webhook CLI on ${engine}`, () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-webhooks-'));
-  let postgres: TestDatabase | undefined;
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await freshDatabase(engine);
+  });
   afterAll(async () => {
-    await postgres?.drop();
+    await t.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function env(): Promise<NodeJS.ProcessEnv> {
-    // A port where no local chain answers: these commands never need one.
-    const base = { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' };
-    if (engine === 'pglite') return base;
-    postgres ??= await freshDatabase('postgres');
-    // The master key: DATA_DIR/master.key, created by the first command that needs it.
-    return { ...base, DATABASE_URL: postgres.location };
-  }
-
-  async function cli(args: string[]) {
-    const p = spawnCli(args, await env());
-    const { code } = await p.exited;
-    return { code, out: p.stdout(), err: p.stderr() };
-  }
+  // A port where no local chain answers: these commands never need one. The master key:
+  // DATA_DIR/master.key, created by the first command that needs it.
+  const cli = (args: string[]) =>
+    runCliInProcess(args, {
+      env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' },
+      database: t.db,
+    });
 
   async function json<T = Json>(args: string[]): Promise<T> {
     const r = await cli([...args, '--json']);
@@ -52,16 +50,8 @@ describe(`webhook CLI on ${engine}`, { timeout: 240_000 }, () => {
     return JSON.parse(r.out) as T;
   }
 
-  /** Direct database access between commands (PGlite allows one process at a time). */
-  async function withDb<T>(fn: (db: Database) => Promise<T>): Promise<T> {
-    if (postgres) return fn(postgres.db);
-    const db = await createDatabase({ engine: 'pglite', dataDir: path.join(dataDir, 'pglite') });
-    try {
-      return await fn(db);
-    } finally {
-      await db.close();
-    }
-  }
+  /** Direct database access between commands: the commands' own database. */
+  const withDb = <T>(fn: (db: Database) => Promise<T>): Promise<T> => fn(t.db);
 
   const storeEvent = (partner: string, environment: 'live' | 'test', eventType: string) =>
     withDb(async (db) => {
@@ -118,7 +108,7 @@ describe(`webhook CLI on ${engine}`, { timeout: 240_000 }, () => {
       url: 'https://hooks.example.com/deposits',
       event_types: ['deposit.confirmed', 'redeem.confirmed'],
       fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{16}$/),
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     deposits = added.id as string;
     expect(statSync(keyFile).mode & 0o777).toBe(0o600);
@@ -443,5 +433,30 @@ describe(`webhook CLI on ${engine}`, { timeout: 240_000 }, () => {
     ]);
     expect(env.code).not.toBe(0);
     expect(env.err).toMatch(/live or test/);
+  });
+});
+
+describe('the bin, spawned (smoke test of the webhook commands)', () => {
+  it('lists destinations from DATA_DIR without creating a master key', {
+    timeout: 60_000,
+  }, async () => {
+    // A migrated copy in DATA_DIR: no initdb (seconds).
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-webhooks-smoke-'));
+    const copy = await freshDatabase('pglite');
+    await copy.db.close();
+    renameSync(copy.location, path.join(dataDir, 'pglite'));
+    try {
+      const p = spawnCli(['webhook', 'list', '--json'], {
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+        LOCAL_CHAIN_PORT: '1',
+      });
+      expect((await p.exited).code).toBe(0);
+      expect(p.stderr()).toBe('');
+      expect(JSON.parse(p.stdout())).toEqual([]);
+      expect(existsSync(path.join(dataDir, 'master.key'))).toBe(false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,25 +1,27 @@
-/** The partner and product commands through the real bin: output, validation and exit codes. */
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+/**
+ * The partner and product commands: output, validation and exit codes. Run in this process (the
+ * bin's own commander program, helpers/cli.ts) on a test database; one smoke test spawns the bin.
+ */
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDatabase } from './helpers/db.ts';
+import { type CliResult, runCliInProcess } from './helpers/cli.ts';
+import { freshDatabase, type TestDatabase } from './helpers/db.ts';
 import { spawnCli } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-'));
+let t: TestDatabase;
 beforeAll(async () => {
-  // A migrated PGlite copy in place: the first command then skips initdb (seconds).
-  const t = await freshDatabase('pglite');
-  await t.db.close();
-  cpSync(t.location, path.join(dataDir, 'pglite'), { recursive: true });
-  await t.drop();
+  t = await freshDatabase('pglite');
 });
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+afterAll(async () => {
+  await t.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
 
-async function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const p = spawnCli(args, { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
-  const { code } = await p.exited;
-  return { code, out: p.stdout(), err: p.stderr() };
+function cli(args: string[]): Promise<CliResult> {
+  return runCliInProcess(args, { env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent' }, database: t.db });
 }
 
 const ADDR = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
@@ -45,8 +47,7 @@ const productArgs = (over: Record<string, string> = {}) => {
   return ['product', 'create', ...Object.entries(o).flatMap(([k, v]) => [`--${k}`, v])];
 };
 
-// Every command is a process (tsx, PGlite open, migrate): seconds each on a loaded machine.
-describe('operator CLI', { timeout: 180_000 }, () => {
+describe('operator CLI', () => {
   it('creates and lists partners; a duplicate name exits 1', async () => {
     const created = await cli(['partner', 'create', '--name', 'Acme Wallet']);
     expect(created.code).toBe(0);
@@ -117,5 +118,33 @@ describe('operator CLI', { timeout: 180_000 }, () => {
     const unknown = await cli(['product', 'pause', 'no-such-product']);
     expect(unknown.code).toBe(1);
     expect(unknown.err).toBe('yield-service: no product with slug "no-such-product"\n');
+  });
+});
+
+describe('the bin, spawned (smoke test of the partner and product commands)', () => {
+  it('prints, refuses in one line and exits as the in-process runs do', {
+    timeout: 60_000,
+  }, async () => {
+    // Its own DATA_DIR holding a migrated copy: the command then skips initdb (seconds).
+    const smokeDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-smoke-'));
+    const copy = await freshDatabase('pglite');
+    await copy.db.close();
+    renameSync(copy.location, path.join(smokeDir, 'pglite'));
+    try {
+      const run = async (args: string[]) => {
+        const p = spawnCli(args, { DATA_DIR: smokeDir, LOG_LEVEL: 'silent' });
+        const { code } = await p.exited;
+        return { code, out: p.stdout(), err: p.stderr() };
+      };
+      const created = await run(['partner', 'create', '--name', 'Acme Wallet']);
+      expect(created).toMatchObject({ code: 0, err: '' });
+      expect(created.out).toMatch(/^ptn_\w+\n$/);
+      const refused = await run(productArgs({ slug: 'Bad_Slug' }));
+      expect(refused.code).toBe(1);
+      expect(refused.out).toBe('');
+      expect(refused.err).toMatch(/--slug.*lowercase letters/);
+    } finally {
+      rmSync(smokeDir, { recursive: true, force: true });
+    }
   });
 });

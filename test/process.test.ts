@@ -1,9 +1,10 @@
 /** The service as a real process: first run, probes, graceful shutdown, bad configuration. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { postgresAdminUrl } from './helpers/db.ts';
+import { runCliInProcess } from './helpers/cli.ts';
+import { freshDatabase, postgresAdminUrl } from './helpers/db.ts';
 import { deadPort } from './helpers/net.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
 
@@ -15,21 +16,57 @@ const tempDir = () => {
   dirs.push(d);
   return d;
 };
+/** A CHAINS_FILE naming one chain whose node is down: the service starts without building anvil. */
+async function deadChainsFile(dir: string): Promise<string> {
+  const file = path.join(dir, 'chains.json');
+  const rpc = `http://127.0.0.1:${await deadPort()}`;
+  writeFileSync(
+    file,
+    JSON.stringify([
+      {
+        chain_id: 31337,
+        name: 'down',
+        rpc_urls: [rpc],
+        confirmation_depth: 2,
+        block_range_limit: 1000,
+      },
+    ]),
+  );
+  return file;
+}
+/**
+ * A DATA_DIR whose embedded database is already migrated (a copy of the test template), for the
+ * tests that are not about a first run: the start then skips initdb, seconds on a loaded machine.
+ */
+const seededDir = async () => {
+  const d = tempDir();
+  const t = await freshDatabase('pglite');
+  await t.db.close();
+  renameSync(t.location, path.join(d, 'pglite'));
+  return d;
+};
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-describe('the service process', () => {
+// Each test spawns the service and awaits what it prints: generous budgets, since a loaded
+// two-core machine can take a minute to start it; a passing run does not wait for them.
+describe('the service process', { timeout: 240_000 }, () => {
   it('starts on a fresh DATA_DIR, answers /health, and exits 0 on SIGTERM with no error logged', async () => {
     const p = spawnCli(['start'], { ...CHAIN, DATA_DIR: tempDir(), PORT: '0' });
     const url = await waitFor(
       () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
-      60_000, // a first PGlite initdb takes long on a loaded two-core machine
+      120_000, // a first PGlite initdb takes long on a loaded two-core machine
       `the listening line (stderr: ${p.stderr()})`,
     );
     const health = await fetch(`${url}/health`);
     expect(await health.json()).toEqual({ success: true, data: { status: 'ok' } });
-    expect((await fetch(`${url}/ready`)).status).toBe(200);
+    // Ready once storage and the chain runtime are up (liveness answers before).
+    await waitFor(
+      async () => (await fetch(`${url}/ready`)).status === 200 || undefined,
+      120_000, // building the local chain takes a while on a loaded two-core machine
+      'readiness',
+    );
     p.child.kill('SIGTERM');
     const { code } = await p.exited;
     expect(code).toBe(0);
@@ -67,8 +104,13 @@ describe('the service process', () => {
   });
 
   it('exits 0 on SIGINT too', async () => {
-    const p = spawnCli(['start'], { ...CHAIN, DATA_DIR: tempDir(), PORT: '0', ROLES: 'api' });
-    await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 60_000, 'listening');
+    const p = spawnCli(['start'], {
+      ...CHAIN,
+      DATA_DIR: await seededDir(),
+      PORT: '0',
+      ROLES: 'api',
+    });
+    await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 120_000, 'listening');
     p.child.kill('SIGINT');
     const exit = await p.exited;
     expect(exit, `stdout: ${p.stdout().slice(-1500)}\nstderr: ${p.stderr()}`).toEqual({
@@ -76,6 +118,58 @@ describe('the service process', () => {
       signal: null,
     });
   });
+
+  it('exits within SHUTDOWN_TIMEOUT_MS on SIGTERM when its stdout and stderr readers are gone', async () => {
+    // The parent died: the service's stdout is a closed pipe and every log line fails with EPIPE.
+    // Before, the exit-time flush of the logs retried EPIPE forever and the process slept on.
+    // A chain whose node is down (no anvil to build): the worker's failing ticks log too.
+    const dir = await seededDir();
+    const p = spawnCli(['start'], {
+      DATA_DIR: dir,
+      PORT: '0',
+      CHAINS_FILE: await deadChainsFile(dir),
+      SHUTDOWN_TIMEOUT_MS: '3000',
+    });
+    const url = await waitFor(
+      () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
+      120_000,
+      `listening (stderr: ${p.stderr()})`,
+    );
+    await waitFor(() => /"msg":"worker started"/.exec(p.stdout())?.[0], 60_000, 'the worker');
+    // The reader first stops reading (the pipe fills with access lines), then goes away.
+    p.child.stdout?.pause();
+    const flood = async () => {
+      for (let i = 0; i < 150; i++) await fetch(`${url}/health`).then((r) => r.arrayBuffer());
+    };
+    await Promise.all(Array.from({ length: 16 }, flood));
+    setTimeout(() => {
+      p.child.stdout?.destroy();
+      p.child.stderr?.destroy();
+    }, 300).unref();
+    const signalled = Date.now();
+    p.child.kill('SIGTERM');
+    const outcome = await Promise.race([
+      p.exited,
+      new Promise<'alive'>((r) => setTimeout(() => r('alive'), 3000 + 2000).unref()),
+    ]);
+    if (outcome === 'alive') p.child.kill('SIGKILL');
+    expect(outcome).not.toBe('alive');
+    expect(Date.now() - signalled).toBeLessThan(5000);
+  }, 240_000);
+
+  it('shuts down when the parent that started it goes away (its IPC channel closes)', async () => {
+    const dir = await seededDir();
+    const p = spawnCli(['start'], {
+      DATA_DIR: dir,
+      PORT: '0',
+      ROLES: 'api',
+      CHAINS_FILE: await deadChainsFile(dir),
+    });
+    await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 120_000, 'listening');
+    p.child.disconnect();
+    expect(await p.exited).toEqual({ code: 0, signal: null });
+    expect(p.stdout()).toContain('"signal":"parent disconnected"');
+  }, 240_000);
 
   it('stops at once with one clear line when a setting is bad', async () => {
     const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: 'eighty' });
@@ -114,9 +208,10 @@ describe('the service process', () => {
     const first = spawnCli(['migrate'], { DATA_DIR: dataDir });
     expect((await first.exited).code).toBe(0);
     expect(first.stdout()).toMatch(/^Applied \d+ migration\(s\): 0001_partners/);
-    const second = spawnCli(['migrate'], { DATA_DIR: dataDir });
-    expect((await second.exited).code).toBe(0);
-    expect(second.stdout()).toBe('Database is up to date.\n');
+    // The same command in this process (helpers/cli.ts): the spawned run above is the smoke test.
+    const second = await runCliInProcess(['migrate'], { env: { DATA_DIR: dataDir } });
+    expect(second.code).toBe(0);
+    expect(second.out).toBe('Database is up to date.\n');
   });
 
   it.runIf(postgresAdminUrl())('runs on PostgreSQL when DATABASE_URL is set', async () => {
@@ -132,7 +227,12 @@ describe('the service process', () => {
       30_000,
       'listening',
     );
-    expect((await fetch(`${url}/ready`)).status).toBe(200);
+    // Ready once storage and the chain runtime are up (liveness answers before).
+    await waitFor(
+      async () => (await fetch(`${url}/ready`)).status === 200 || undefined,
+      120_000, // building the local chain takes a while on a loaded two-core machine
+      'readiness',
+    );
     expect(p.stdout()).toContain('"engine":"postgres"');
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);

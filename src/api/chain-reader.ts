@@ -9,8 +9,13 @@ import type { ChainClient } from '../chain/client.ts';
 import { readEngineFlags } from '../chain/read-engine-flags.ts';
 import { readExitStatus } from '../chain/read-exit-status.ts';
 import { readPosition } from '../chain/read-position.ts';
+import {
+  readScheduledFeeChange,
+  type ScheduledFeeChange,
+} from '../chain/read-scheduled-fee-change.ts';
 import { readUpstreamStatus } from '../chain/read-upstream-status.ts';
 import type { Product } from '../db/products.ts';
+import { chainReadDuration, chainReadFailures } from '../telemetry/metrics.ts';
 import { ApiError } from './errors.ts';
 
 export interface ChainReaderOptions {
@@ -36,6 +41,8 @@ export interface HealthReading {
   asyncExits: boolean;
   /** The underlying lets the engine take out less than it holds there. */
   exitsLimited: boolean;
+  /** A fee increase waiting for its notice period (not in force yet); null when none. */
+  scheduledFeeChange?: ScheduledFeeChange | null;
   lastBlock: bigint;
 }
 
@@ -71,16 +78,28 @@ export function createChainReader(options: ChainReaderOptions) {
   };
 
   /** Runs fn within the timeout; any failure of the RPC becomes 503 chain_rpc_unavailable. */
-  async function bounded<T>(fn: () => Promise<T>): Promise<T> {
+  async function bounded<T>(chainId: number, fn: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    const started = performance.now();
+    const chain = String(chainId);
     try {
-      return await Promise.race([
+      const value = await Promise.race([
         fn(),
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error('chain read timed out')), timeoutMs);
         }),
       ]);
+      chainReadDuration.observe(
+        { chain_id: chain, outcome: 'ok' },
+        (performance.now() - started) / 1000,
+      );
+      return value;
     } catch (err) {
+      chainReadDuration.observe(
+        { chain_id: chain, outcome: 'failed' },
+        (performance.now() - started) / 1000,
+      );
+      chainReadFailures.inc({ chain_id: chain });
       if (err instanceof ApiError) throw err;
       throw new ApiError('chain_rpc_unavailable');
     } finally {
@@ -99,7 +118,7 @@ export function createChainReader(options: ChainReaderOptions) {
     readPosition(product: Product, wallet: `0x${string}`): Promise<PositionReading> {
       const engine = product.engineAddress!;
       return positions.get(`${product.chainId}:${engine}:${wallet}`, () =>
-        bounded(async () => {
+        bounded(product.chainId, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
           const { shares, assets } = await readPosition(client, {
@@ -115,10 +134,10 @@ export function createChainReader(options: ChainReaderOptions) {
     readHealth(product: Product): Promise<HealthReading> {
       const engine = product.engineAddress!;
       return healths.get(`${product.chainId}:${engine}`, () =>
-        bounded(async () => {
+        bounded(product.chainId, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
-          const [flags, upstream, exits] = await Promise.all([
+          const [flags, upstream, exits, scheduledFeeChange] = await Promise.all([
             readEngineFlags(client, { engine, blockNumber }),
             readUpstreamStatus(client, {
               vault: product.underlyingVaultAddress,
@@ -126,12 +145,14 @@ export function createChainReader(options: ChainReaderOptions) {
               blockNumber,
             }),
             readExitStatus(client, { engine, blockNumber }),
+            readScheduledFeeChange(client, { engine, blockNumber }),
           ]);
           return {
             isPaused: flags.paused,
             underlyingOk: upstream.ok,
             asyncExits: exits.async,
             exitsLimited: exits.limited,
+            scheduledFeeChange,
             lastBlock: blockNumber,
           };
         }),

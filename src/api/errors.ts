@@ -40,6 +40,12 @@ export const ERROR_CATALOGUE = {
   idempotency_replay: { status: 200, message: 'This Idempotency-Key was seen before.' },
   payload_too_large: { status: 413, message: 'The request body exceeds 64 KiB.' },
   unsupported_media_type: { status: 415, message: 'Content-Type must be application/json.' },
+  malformed_request: {
+    status: 400,
+    message: 'The request is not well-formed HTTP (request line, a header, or body framing).',
+  },
+  request_timeout: { status: 408, message: 'The request was not received in time.' },
+  headers_too_large: { status: 431, message: 'The request headers are too large (16 KiB in all).' },
   internal_error: { status: 500, message: 'Internal error; safe to retry with backoff.' },
   chain_rpc_unavailable: {
     status: 503,

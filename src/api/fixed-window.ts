@@ -1,15 +1,21 @@
 /**
  * A fixed-window counter: in process memory by default, in Redis when one is configured so that
- * several API processes count together. Used to limit repeated failed authentication per client.
+ * several API processes count together. Used to limit failed authentication per client address,
+ * the embed's requests, and (in memory, with an injectable clock) the per-key budgets.
+ *
+ * `hit` is atomic on every store: it counts and answers the new count in one step (one synchronous
+ * block in memory, one script on Redis), so N concurrent hits always see 1..N, never a count read
+ * before another request's increment.
  */
 import type { Redis } from '../redis.ts';
 
 export interface FixedWindowCounter {
-  /** Counts one hit; returns the count in the current window and the ms until it resets. */
+  /** Counts one hit; returns the count in the current window, this one included, and the ms until it resets. */
   hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
-  /** The current count without counting. */
-  peek(key: string): Promise<{ count: number; resetMs: number }>;
 }
+
+/** Windows kept in memory at most; past it the oldest are dropped (a spray of addresses must not grow the map without bound). */
+const MAX_MEMORY_WINDOWS = 50_000;
 
 export function createMemoryCounter(now: () => number = Date.now): FixedWindowCounter {
   const windows = new Map<string, { count: number; resetAt: number }>();
@@ -23,35 +29,43 @@ export function createMemoryCounter(now: () => number = Date.now): FixedWindowCo
     async hit(key, windowMs) {
       let w = current(key);
       if (!w) {
-        // Drop expired windows now and then so the map cannot grow without bound.
-        if (windows.size > 10_000) for (const k of [...windows.keys()]) current(k);
+        if (windows.size >= MAX_MEMORY_WINDOWS) {
+          for (const k of [...windows.keys()]) current(k); // drop the expired ones first
+          for (const k of windows.keys()) {
+            if (windows.size < MAX_MEMORY_WINDOWS) break;
+            windows.delete(k); // insertion order: the oldest window first
+          }
+        }
         w = { count: 0, resetAt: now() + windowMs };
         windows.set(key, w);
       }
       w.count++;
       return { count: w.count, resetMs: w.resetAt - now() };
     },
-    async peek(key) {
-      const w = current(key);
-      return { count: w?.count ?? 0, resetMs: w ? w.resetAt - now() : 0 };
-    },
   };
 }
+
+/**
+ * INCR, and start the window's expiry on its first hit (or repair a key left without one), then
+ * answer the count and the time left: one round trip, atomic (Redis runs a script alone).
+ */
+const HIT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return { count, ttl }`;
 
 export function createRedisCounter(redis: Redis, prefix = 'pys:fw:'): FixedWindowCounter {
   return {
     async hit(key, windowMs) {
-      const k = prefix + key;
-      // INCR then set the expiry only if none is set (NX): the window starts at the first hit.
-      const res = await redis.multi().incr(k).pexpire(k, windowMs, 'NX').pttl(k).exec();
-      const count = Number(res?.[0]?.[1] ?? 0);
-      const ttl = Number(res?.[2]?.[1] ?? windowMs);
-      return { count, resetMs: ttl > 0 ? ttl : windowMs };
-    },
-    async peek(key) {
-      const k = prefix + key;
-      const [count, ttl] = await Promise.all([redis.get(k), redis.pttl(k)]);
-      return { count: Number(count ?? 0), resetMs: Math.max(ttl, 0) };
+      const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, prefix + key, windowMs)) as [
+        number,
+        number,
+      ];
+      return { count: Number(count), resetMs: Number(ttl) > 0 ? Number(ttl) : windowMs };
     },
   };
 }

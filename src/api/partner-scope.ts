@@ -5,14 +5,18 @@
  * limit (429), then the request shape (400, by the routes' schemas), then ownership and state.
  *
  * - Missing, unknown and revoked keys answer 401 missing_api_key / invalid_api_key / revoked_api_key.
- *   Each failure counts against the client address; past FAILED_AUTH_LIMIT failures in a minute the
- *   address gets 429 rate_limited until the window ends, whatever key it sends.
+ *   Each failure counts against the client address; past FAILED_AUTH_LIMIT failures in a minute
+ *   further failures from it answer 429 rate_limited until the window ends. A valid key is never
+ *   refused by this count.
  * - Budgets: 1000 requests a minute for live keys, 100 for sandbox keys, in fixed windows that start
  *   at a key's first request. Every authenticated response carries RateLimit-Limit, -Remaining and
  *   -Reset (seconds); a 429 also carries Retry-After. With Redis, all API processes share each
  *   key's budget.
  */
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, {
+  type FastifyRateLimitStore,
+  type FastifyRateLimitStoreCtor,
+} from '@fastify/rate-limit';
 import type {} from '@fastify/swagger'; // its FastifySchema fields (security) are used below
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { type ApiKeysRepo, keyWorks } from '../db/api-keys.ts';
@@ -20,6 +24,7 @@ import type { Environment } from '../db/products.ts';
 import type { Redis } from '../redis.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
 import { createMemoryCounter, createRedisCounter } from './fixed-window.ts';
+import { productErrorCodes, type StateRule } from './product-access.ts';
 import { errorResponses } from './schemas.ts';
 
 /** Codes every partner route can answer, whatever it does. */
@@ -43,6 +48,10 @@ export interface PartnerIdentity {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The codes this route can answer beyond its scope's and its product rule's; documented. */
+    errorCodes?: readonly ErrorCode[];
+  }
   interface FastifyRequest {
     /** Set by the partner scope once the key is verified. */
     partner?: PartnerIdentity;
@@ -56,6 +65,11 @@ export interface PartnerScopeOptions {
   routes: FastifyPluginAsync[];
   /** Length of a rate-limit window; tests shorten it, the service uses RATE_WINDOW_MS. */
   windowMs?: number;
+  /**
+   * Clock of the in-memory windows (budgets and failed authentication), in ms; tests drive it so
+   * a window ends when they say, not when the machine gets there. Redis windows use Redis's clock.
+   */
+  clock?: () => number;
 }
 
 /** The verified identity of a request in the partner scope. */
@@ -64,45 +78,88 @@ export function partnerOf(request: FastifyRequest): PartnerIdentity {
   return request.partner;
 }
 
+/** Every code a route in the scope can answer, from its declarations. */
+export function routeErrorCodes(
+  config: { serves?: StateRule; errorCodes?: readonly ErrorCode[] } | undefined,
+): ErrorCode[] {
+  const codes = [
+    ...SCOPE_ERRORS,
+    ...(config?.serves ? productErrorCodes(config.serves) : []),
+    ...(config?.errorCodes ?? []),
+  ];
+  return [...new Set(codes)];
+}
+
+/**
+ * The per-key budgets' in-memory store for @fastify/rate-limit: the plugin's own LocalStore reads
+ * Date.now(); this one counts with the scope's clock (fixed windows from a key's first request).
+ */
+function memoryBudgetStore(clock?: () => number): FastifyRateLimitStoreCtor {
+  return class MemoryBudgetStore implements FastifyRateLimitStore {
+    readonly counter = createMemoryCounter(clock);
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+    ) {
+      this.counter.hit(key, timeWindow).then(
+        ({ count, resetMs }) => callback(null, { current: count, ttl: resetMs }),
+        (err: Error) => callback(err),
+      );
+    }
+    child() {
+      return new MemoryBudgetStore();
+    }
+  };
+}
+
 const retryAfter = (ms: number) => ({ 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) });
 
 export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app, options) => {
   const windowMs = options.windowMs ?? RATE_WINDOW_MS;
   const failures = options.redis
     ? createRedisCounter(options.redis, 'pys:authfail:')
-    : createMemoryCounter();
+    : createMemoryCounter(options.clock);
 
+  // Only failed attempts count, and only they are refused past the limit: a valid key is never
+  // blocked by them (partners behind one egress address must not lock each other out). The count
+  // is one atomic hit, so N concurrent failures answer exactly FAILED_AUTH_LIMIT 401s, then 429s.
   const fail = async (
     request: FastifyRequest,
     code: 'missing_api_key' | 'invalid_api_key' | 'revoked_api_key',
   ) => {
-    await failures.hit(request.ip, windowMs);
+    let attempt: { count: number; resetMs: number };
+    try {
+      attempt = await failures.hit(request.ip, windowMs);
+    } catch (err) {
+      // Like the budgets: a broken Redis must not turn a 401 into a 500; the attempt goes uncounted.
+      request.log.warn({ err }, 'failed-authentication count unavailable');
+      return new ApiError(code);
+    }
+    if (attempt.count > FAILED_AUTH_LIMIT) {
+      return new ApiError(
+        'rate_limited',
+        'Too many failed authentication attempts from this address.',
+        retryAfter(attempt.resetMs),
+      );
+    }
     return new ApiError(code);
   };
 
   // Every route in the scope documents the key, and its error responses: those the scope itself can
-  // answer plus the route's own `config.errorCodes`, merged per status.
+  // answer, those that follow from the product states it serves, and its own `config.errorCodes`,
+  // merged per status.
   app.addHook('onRoute', (route) => {
     route.schema ??= {};
     const schema = route.schema;
     schema.security = [{ ApiKey: [] }];
-    const own =
-      (route.config as { errorCodes?: readonly ErrorCode[] } | undefined)?.errorCodes ?? [];
     schema.response = {
-      ...errorResponses([...SCOPE_ERRORS, ...own]),
+      ...errorResponses(routeErrorCodes(route.config)),
       ...(schema.response as object),
     };
   });
 
   app.addHook('onRequest', async (request) => {
-    const blocked = await failures.peek(request.ip);
-    if (blocked.count >= FAILED_AUTH_LIMIT) {
-      throw new ApiError(
-        'rate_limited',
-        'Too many failed authentication attempts from this address.',
-        retryAfter(blocked.resetMs),
-      );
-    }
     const header = request.headers['x-api-key'];
     const presented = Array.isArray(header) ? header[0] : header;
     if (!presented) throw await fail(request, 'missing_api_key');
@@ -126,7 +183,9 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     timeWindow: windowMs,
     max: (request) => RATE_LIMITS[partnerOf(request).environment],
     keyGenerator: (request) => partnerOf(request).keyId,
-    ...(options.redis ? { redis: options.redis, nameSpace: 'pys:rl:' } : {}),
+    ...(options.redis
+      ? { redis: options.redis, nameSpace: 'pys:rl:' }
+      : { store: memoryBudgetStore(options.clock) }),
     // A broken Redis must not turn every request into a 500; the RPC-style endpoints keep serving.
     skipOnError: true,
     enableDraftSpec: true,

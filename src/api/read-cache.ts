@@ -10,7 +10,11 @@ import { gzip as gzipCallback } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/client.ts';
 import { readModelVersion } from '../db/snapshot-reads.ts';
+import { cacheLookups } from '../telemetry/metrics.ts';
 import { acceptsGzip, MIN_GZIP_BYTES } from './content-encoding.ts';
+
+const cacheHits = cacheLookups.labels({ result: 'hit' });
+const cacheMisses = cacheLookups.labels({ result: 'miss' });
 
 const gzip = promisify(gzipCallback);
 
@@ -60,9 +64,16 @@ export function createReadCache(
   return {
     get<T>(key: string, load: () => Promise<T>): Promise<T> {
       const at = version;
-      if (at === undefined) return load();
+      if (at === undefined) {
+        cacheMisses.inc();
+        return load();
+      }
       const hit = entries.get(key);
-      if (hit && hit.version === at) return hit.value as Promise<T>;
+      if (hit && hit.version === at) {
+        cacheHits.inc();
+        return hit.value as Promise<T>;
+      }
+      cacheMisses.inc();
       if (entries.size >= maxEntries) entries.clear();
       const value = load();
       entries.set(key, { version: at, value });

@@ -73,3 +73,14 @@ export const InboundAck = Type.Object(
       'Stored (`duplicate: false`), or stored before under this Idempotency-Key (`duplicate: true`).',
   },
 );
+
+export const ApyBasisSchema = Type.Union(
+  [Type.Literal('engine'), Type.Literal('underlying_estimate')],
+  {
+    description:
+      "Where the APYs come from. `engine`: measured on the engine's own day (its share price at two " +
+      'day boundaries). `underlying_estimate`: the product has no full day of its own yet (launched ' +
+      "today or yesterday, or the engine holds no shares), so the figures are the underlying vault's " +
+      "measured APY of its latest day, and that APY with the engine's fees applied to the gain.",
+  },
+);

@@ -10,7 +10,7 @@ import {
 } from '../db/embed-settings.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import type { Environment } from '../db/products.ts';
-import { CommandError, commandConfig, print, printJson, withDatabase } from './shared.ts';
+import { type CommandContext, CommandError } from './shared.ts';
 
 function environment(raw: string): Environment {
   if (raw !== 'live' && raw !== 'test') throw new InvalidArgumentError('must be live or test');
@@ -31,10 +31,10 @@ const asJson = (s: EmbedSettings) => ({
   updated_at: s.updatedAt,
 });
 
-function printSettings(s: EmbedSettings, json: boolean) {
-  if (json) return printJson(asJson(s));
-  print(`Embed of ${s.partnerName} (${s.environment}): ${s.embedId}`);
-  print(
+function printSettings(ctx: CommandContext, s: EmbedSettings, json: boolean) {
+  if (json) return ctx.printJson(asJson(s));
+  ctx.print(`Embed of ${s.partnerName} (${s.environment}): ${s.embedId}`);
+  ctx.print(
     s.allowedOrigins.length === 0
       ? 'Allowed origins: none (no page may frame the embed)'
       : `Allowed origins:\n${s.allowedOrigins.map((o) => `  ${o}`).join('\n')}`,
@@ -44,10 +44,11 @@ function printSettings(s: EmbedSettings, json: boolean) {
 type Change = (current: readonly string[]) => string[];
 
 async function change(
+  ctx: CommandContext,
   opts: { partner: string; env: Environment; json: boolean },
   fn: Change | undefined,
 ) {
-  const settings = await withDatabase(commandConfig(), async (db) => {
+  const settings = await ctx.withDatabase(ctx.config(), async (db) => {
     const partner = await createPartnersRepo(db).findByName(opts.partner);
     if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
     const repo = createEmbedSettingsRepo(db);
@@ -56,10 +57,10 @@ async function change(
     if (!fn) return current;
     return (await repo.setOrigins(partner.id, opts.env, fn(current.allowedOrigins)))!;
   });
-  printSettings(settings, opts.json);
+  printSettings(ctx, settings, opts.json);
 }
 
-export function registerEmbedCommand(program: Command): void {
+export function registerEmbedCommand(program: Command, ctx: CommandContext): void {
   const embed = program.command('embed').description('embed settings of a partner environment');
   const target = (c: Command) =>
     c
@@ -69,25 +70,25 @@ export function registerEmbedCommand(program: Command): void {
 
   target(embed.command('show'))
     .description('print the public embed id and the allowed parent origins')
-    .action((opts) => change(opts, undefined));
+    .action((opts) => change(ctx, opts, undefined));
 
   const origins = embed.command('origins').description('parent origins allowed to frame the embed');
   target(origins.command('add'))
     .description('allow a parent origin (repeat --origin for several)')
     .requiredOption('--origin <origin>', 'https://host[:port]', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
-      change(opts, (current) => [...current, ...opts.origin]),
+      change(ctx, opts, (current) => [...current, ...opts.origin]),
     );
   target(origins.command('remove'))
     .description('stop allowing a parent origin')
     .requiredOption('--origin <origin>', 'https://host[:port]', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
-      change(opts, (current) => current.filter((o) => !opts.origin.includes(o))),
+      change(ctx, opts, (current) => current.filter((o) => !opts.origin.includes(o))),
     );
   target(origins.command('set'))
     .description('replace the allowed parent origins (no --origin: none)')
     .option('--origin <origin>', 'https://host[:port]', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin?: string[] }) =>
-      change(opts, () => opts.origin ?? []),
+      change(ctx, opts, () => opts.origin ?? []),
     );
 }

@@ -13,7 +13,7 @@ import {
   rollApiKey,
 } from '../db/api-keys.ts';
 import { createPartnersRepo } from '../db/partners.ts';
-import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
+import { type CommandContext, CommandError, table } from './shared.ts';
 
 function environment(raw: string): 'live' | 'test' {
   if (raw !== 'live' && raw !== 'test') throw new InvalidArgumentError('must be live or test');
@@ -27,7 +27,7 @@ function overlap(raw: string): RollOverlap {
   return raw;
 }
 
-export function registerKeyCommand(program: Command): void {
+export function registerKeyCommand(program: Command, ctx: CommandContext): void {
   const key = program.command('key').description('partner API keys');
 
   key
@@ -39,23 +39,23 @@ export function registerKeyCommand(program: Command): void {
     .option('--json', 'print JSON', false)
     .action(
       async (opts: { partner: string; env: 'live' | 'test'; name?: string; json: boolean }) => {
-        const created = await withDatabase(commandConfig(), async (db) => {
+        const created = await ctx.withDatabase(ctx.config(), async (db) => {
           const partner = await createPartnersRepo(db).findByName(opts.partner);
           if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
           return createApiKeysRepo(db).create(partner.id, opts.env, opts.name);
         });
         if (opts.json) {
-          printJson({
+          ctx.printJson({
             id: created.record.id,
             partner: created.record.partnerName,
             environment: created.record.environment,
             api_key: created.key,
           });
         } else {
-          print(
+          ctx.print(
             `Created ${created.record.id} for ${created.record.partnerName} (${created.record.environment}).`,
           );
-          print(`API key (shown once; store it now): ${created.key}`);
+          ctx.print(`API key (shown once; store it now): ${created.key}`);
         }
       },
     );
@@ -64,9 +64,11 @@ export function registerKeyCommand(program: Command): void {
     .command('revoke <id>')
     .description('revoke a key by its id (key_…); it then answers 401 revoked_api_key')
     .action(async (id: string) => {
-      const revoked = await withDatabase(commandConfig(), (db) => createApiKeysRepo(db).revoke(id));
+      const revoked = await ctx.withDatabase(ctx.config(), (db) =>
+        createApiKeysRepo(db).revoke(id),
+      );
       if (!revoked) throw new CommandError(`no active key with id ${id}`, 'not_found');
-      print(`Revoked ${id}.`);
+      ctx.print(`Revoked ${id}.`);
     });
 
   key
@@ -82,20 +84,20 @@ export function registerKeyCommand(program: Command): void {
     )
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { expires: RollOverlap; json: boolean }) => {
-      const rolled = await withDatabase(commandConfig(), (db) => rollApiKey(db, id, opts.expires));
+      const rolled = await ctx.withDatabase(ctx.config(), (db) => rollApiKey(db, id, opts.expires));
       if (!rolled) throw new CommandError(`no active key with id ${id}`, 'not_found');
       if (opts.json) {
-        return printJson({
+        return ctx.printJson({
           id: rolled.record.id,
           replaces: rolled.old.id,
           old_key_expires_at: rolled.old.revokedAt?.toISOString() ?? null,
           api_key: rolled.key,
         });
       }
-      print(
+      ctx.print(
         `Rolled ${id} into ${rolled.record.id}; ${id} stops working at ${rolled.old.revokedAt?.toISOString()}.`,
       );
-      print(`API key (shown once; store it now): ${rolled.key}`);
+      ctx.print(`API key (shown once; store it now): ${rolled.key}`);
     });
 
   key
@@ -104,7 +106,7 @@ export function registerKeyCommand(program: Command): void {
     .option('--partner <name>', 'only this partner')
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner?: string; json: boolean }) => {
-      const keys = await withDatabase(commandConfig(), async (db) => {
+      const keys = await ctx.withDatabase(ctx.config(), async (db) => {
         let partnerId: string | undefined;
         if (opts.partner) {
           const p = await createPartnersRepo(db).findByName(opts.partner);
@@ -124,8 +126,8 @@ export function registerKeyCommand(program: Command): void {
         status: keyStatus(k),
         last_used_at: k.lastUsedAt?.toISOString() ?? null,
       }));
-      if (opts.json) return printJson(rows);
-      print(
+      if (opts.json) return ctx.printJson(rows);
+      ctx.print(
         table([
           ['ID', 'PARTNER', 'ENV', 'KEY', 'STATUS', 'NAME'],
           ...rows.map((r) => [r.id, r.partner, r.environment, r.key, r.status, r.name ?? '']),

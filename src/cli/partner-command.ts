@@ -1,7 +1,7 @@
 /** `yield-service partner create|list`. */
 import { type Command, InvalidArgumentError } from 'commander';
 import { createPartnersRepo } from '../db/partners.ts';
-import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
+import { type CommandContext, CommandError, table } from './shared.ts';
 
 function partnerName(raw: string): string {
   const name = raw.trim();
@@ -11,7 +11,7 @@ function partnerName(raw: string): string {
   return name;
 }
 
-export function registerPartnerCommand(program: Command): void {
+export function registerPartnerCommand(program: Command, ctx: CommandContext): void {
   const partner = program.command('partner').description('manage partners');
 
   partner
@@ -20,8 +20,8 @@ export function registerPartnerCommand(program: Command): void {
     .requiredOption('--name <name>', 'display name, unique', partnerName)
     .option('--json', 'print the partner as JSON', false)
     .action(async (opts: { name: string; json: boolean }) => {
-      const config = commandConfig();
-      const created = await withDatabase(config, async (db) => {
+      const config = ctx.config();
+      const created = await ctx.withDatabase(config, async (db) => {
         const repo = createPartnersRepo(db);
         if (await repo.findByName(opts.name)) {
           throw new CommandError(`a partner named "${opts.name}" already exists`, 'exists');
@@ -29,8 +29,8 @@ export function registerPartnerCommand(program: Command): void {
         return repo.create(opts.name);
       });
       if (opts.json) {
-        printJson({ id: created.id, name: created.name, created_at: created.createdAt });
-      } else print(created.id);
+        ctx.printJson({ id: created.id, name: created.name, created_at: created.createdAt });
+      } else ctx.print(created.id);
     });
 
   partner
@@ -38,14 +38,14 @@ export function registerPartnerCommand(program: Command): void {
     .description('list partners')
     .option('--json', 'print JSON', false)
     .action(async (opts: { json: boolean }) => {
-      const config = commandConfig();
-      const partners = await withDatabase(config, (db) => createPartnersRepo(db).list());
+      const config = ctx.config();
+      const partners = await ctx.withDatabase(config, (db) => createPartnersRepo(db).list());
       if (opts.json) {
-        printJson(partners.map((p) => ({ id: p.id, name: p.name, created_at: p.createdAt })));
+        ctx.printJson(partners.map((p) => ({ id: p.id, name: p.name, created_at: p.createdAt })));
         return;
       }
-      if (partners.length === 0) return print('No partners.');
-      print(
+      if (partners.length === 0) return ctx.print('No partners.');
+      ctx.print(
         table([
           ['ID', 'NAME', 'CREATED'],
           ...partners.map((p) => [p.id, p.name, p.createdAt.toISOString()]),

@@ -13,7 +13,7 @@ import {
 } from '../db/portal-members.ts';
 import { portalPublicUrl } from '../portal/public-url.ts';
 import { inviteMember, issueSignInUrl } from '../portal/sign-in-links.ts';
-import { CommandError, commandConfig, print, printJson, withDatabase } from './shared.ts';
+import { type CommandContext, CommandError } from './shared.ts';
 
 function role(raw: string): MemberRole {
   if (!isMemberRole(raw))
@@ -27,7 +27,7 @@ function email(raw: string): string {
   return e;
 }
 
-export function registerPortalCommand(program: Command): void {
+export function registerPortalCommand(program: Command, ctx: CommandContext): void {
   const portal = program.command('portal').description('the partner portal');
 
   portal
@@ -40,8 +40,8 @@ export function registerPortalCommand(program: Command): void {
     .option('--role <role>', 'owner, admin, developer or viewer', role, 'owner')
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner: string; email: string; role: MemberRole; json: boolean }) => {
-      const config = commandConfig();
-      const result = await withDatabase(config, async (db) => {
+      const config = ctx.config();
+      const result = await ctx.withDatabase(config, async (db) => {
         const partner = await createPartnersRepo(db).findByName(opts.partner);
         if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
         const existing = await createPortalMembersRepo(db).findActiveByEmail(opts.email);
@@ -58,7 +58,7 @@ export function registerPortalCommand(program: Command): void {
         return { member, url, created: !existing };
       });
       if (opts.json) {
-        return printJson({
+        return ctx.printJson({
           member_id: result.member.id,
           partner: result.member.partnerName,
           email: result.member.email,
@@ -67,11 +67,11 @@ export function registerPortalCommand(program: Command): void {
           sign_in_url: result.url,
         });
       }
-      print(
+      ctx.print(
         result.created
           ? `Invited ${result.member.email} as ${result.member.role} of ${result.member.partnerName} (${result.member.id}).`
           : `${result.member.email} is already ${result.member.role} of ${result.member.partnerName}; here is a new link.`,
       );
-      print(`One-time sign-in URL (works once, for 15 minutes): ${result.url}`);
+      ctx.print(`One-time sign-in URL (works once, for 15 minutes): ${result.url}`);
     });
 }

@@ -13,6 +13,7 @@ import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
+import { feesError, slugError } from '../db/product-rules.ts';
 import {
   createProductsRepo,
   type Environment,
@@ -29,11 +30,8 @@ import {
   pauseProduct,
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
-import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
-
-export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
-/** Service and partner fees together: at most half of the yield. */
-export const MAX_TOTAL_FEE_BPS = 5000;
+import { registerProductFeeCommands } from './product-fees-command.ts';
+import { type CommandContext, CommandError, table } from './shared.ts';
 
 interface CreateOptions {
   partner: string;
@@ -76,11 +74,8 @@ const address = (raw: string): Address => {
 };
 
 const slug = (raw: string): string => {
-  if (!SLUG_PATTERN.test(raw)) {
-    throw new InvalidArgumentError(
-      'lowercase letters, digits and hyphens, 2 to 63 characters, not starting with a hyphen',
-    );
-  }
+  const error = slugError(raw);
+  if (error) throw new InvalidArgumentError(error);
   return raw;
 };
 
@@ -131,14 +126,10 @@ function productJson(p: Product) {
   };
 }
 
-async function createProduct(opts: CreateOptions): Promise<void> {
-  const config = commandConfig();
-  if (opts.serviceFeeBps + opts.partnerFeeBps > MAX_TOTAL_FEE_BPS) {
-    throw new CommandError(
-      `service and partner fees total ${opts.serviceFeeBps + opts.partnerFeeBps} bps; at most ${MAX_TOTAL_FEE_BPS}`,
-      'invalid_fees',
-    );
-  }
+async function createProduct(ctx: CommandContext, opts: CreateOptions): Promise<void> {
+  const config = ctx.config();
+  const fees = feesError(opts.serviceFeeBps, opts.partnerFeeBps);
+  if (fees) throw new CommandError(fees, 'invalid_fees');
   const chains = configuredChainsOrFail(config);
   if (!chains.some((c) => c.chainId === opts.chainId)) {
     throw new CommandError(
@@ -146,7 +137,7 @@ async function createProduct(opts: CreateOptions): Promise<void> {
       'unknown_chain',
     );
   }
-  const product = await withDatabase(config, async (db) => {
+  const product = await ctx.withDatabase(config, async (db) => {
     const partner = await createPartnersRepo(db).findByName(opts.partner);
     if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
     const products = createProductsRepo(db);
@@ -178,9 +169,9 @@ async function createProduct(opts: CreateOptions): Promise<void> {
       return created;
     });
   });
-  if (opts.json) printJson(productJson(product));
+  if (opts.json) ctx.printJson(productJson(product));
   else {
-    print(
+    ctx.print(
       `Created ${product.slug} (${product.id}): pending_deploy${opts.hold ? ', held (run `product release` to deploy)' : '; the worker deploys it'}`,
     );
   }
@@ -245,20 +236,21 @@ function operatorChains(config: Config): OperatorContext['chainFor'] & { stop():
 }
 
 async function operatorMove(
+  ctx: CommandContext,
   verb: 'pause' | 'resume' | 'deprecate',
   slugArg: string,
   opts: { json: boolean },
 ): Promise<void> {
-  const config = commandConfig();
+  const config = ctx.config();
   const chainFor = operatorChains(config);
   let outcome: OperatorOutcome;
   try {
-    outcome = await withDatabase(config, async (db) => {
-      const ctx: OperatorContext = { db, chainFor };
+    outcome = await ctx.withDatabase(config, async (db) => {
+      const operator: OperatorContext = { db, chainFor };
       const move = { pause: pauseProduct, resume: resumeProduct, deprecate: deprecateProduct }[
         verb
       ];
-      return move(ctx, slugArg);
+      return move(operator, slugArg);
     });
   } catch (err) {
     if (err instanceof InvalidMoveError || err instanceof OperatorError) {
@@ -269,7 +261,7 @@ async function operatorMove(
     await chainFor.stop();
   }
   if (opts.json) {
-    printJson({
+    ctx.printJson({
       slug: outcome.slug,
       status: outcome.status,
       tx_hash: outcome.txHash ?? null,
@@ -284,10 +276,10 @@ async function operatorMove(
     outcome.status === 'paused' && verb === 'resume'
       ? `; still paused by: ${outcome.stillPausedBy.join(', ')} (the worker clears the chain reasons once the engine and vault are back)`
       : '';
-  print(`${outcome.slug}: ${outcome.status}${tx}${still}`);
+  ctx.print(`${outcome.slug}: ${outcome.status}${tx}${still}`);
 }
 
-export function registerProductCommand(program: Command): void {
+export function registerProductCommand(program: Command, ctx: CommandContext): void {
   const product = program.command('product').description('manage products');
 
   product
@@ -333,7 +325,7 @@ export function registerProductCommand(program: Command): void {
     .option('--usd-price <price>', 'USD price of one asset unit (default: USD-pegged, 1)', usdPrice)
     .option('--hold', 'keep it pending_deploy until `product release`', false)
     .option('--json', 'print the product as JSON', false)
-    .action(createProduct);
+    .action((opts: CreateOptions) => createProduct(ctx, opts));
 
   product
     .command('list')
@@ -341,12 +333,12 @@ export function registerProductCommand(program: Command): void {
     .option('--partner <name>', 'only this partner')
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner?: string; json: boolean }) => {
-      const config = commandConfig();
-      const all = await withDatabase(config, (db) => createProductsRepo(db).listAll());
+      const config = ctx.config();
+      const all = await ctx.withDatabase(config, (db) => createProductsRepo(db).listAll());
       const rows = opts.partner ? all.filter((p) => p.partnerName === opts.partner) : all;
-      if (opts.json) return printJson(rows.map(productJson));
-      if (rows.length === 0) return print('No products.');
-      print(
+      if (opts.json) return ctx.printJson(rows.map(productJson));
+      if (rows.length === 0) return ctx.print('No products.');
+      ctx.print(
         table([
           ['SLUG', 'PARTNER', 'ENV', 'STATUS', 'CHAIN', 'ENGINE'],
           ...rows.map((p) => [
@@ -373,15 +365,17 @@ export function registerProductCommand(program: Command): void {
       .command(`${verb} <slug>`)
       .description(description)
       .option('--json', 'print JSON', false)
-      .action((slugArg: string, opts: { json: boolean }) => operatorMove(verb, slugArg, opts));
+      .action((slugArg: string, opts: { json: boolean }) => operatorMove(ctx, verb, slugArg, opts));
   }
+
+  registerProductFeeCommands(product, ctx, operatorChains);
 
   product
     .command('release <slug>')
     .description('let the worker deploy a product created with --hold (or held after a failure)')
     .action(async (slugArg: string) => {
-      const config = commandConfig();
-      await withDatabase(config, async (db) => {
+      const config = ctx.config();
+      await ctx.withDatabase(config, async (db) => {
         const p = await createProductsRepo(db).getBySlug(slugArg);
         if (!p) throw new CommandError(`no product with slug "${slugArg}"`, 'not_found');
         if (!(await createProductDeploysRepo(db).setHold(p.id, false))) {
@@ -391,6 +385,6 @@ export function registerProductCommand(program: Command): void {
           );
         }
       });
-      print(`${slugArg}: released; the worker deploys it`);
+      ctx.print(`${slugArg}: released; the worker deploys it`);
     });
 }

@@ -1,14 +1,15 @@
 /**
- * What every database-writing operator command shares: configuration, an open and migrated
- * database (refused while another process holds the embedded one), one-line errors with a non-zero
- * exit, and terminal output helpers.
+ * What every operator command shares, passed in rather than reached for: where output goes, the
+ * environment the configuration is read from and, optionally, an open database. The bin passes the
+ * process's own (`processIo`); a test passes strings to collect and its test database, and runs the
+ * very same commander program in its own process (`runCli` in main.ts).
  */
-import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import type { Database } from '../db/client.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDatabase } from '../db/open.ts';
 
-/** An operator mistake or refusal: printed as one line by the bin, exit code 1. */
+/** An operator mistake or refusal: printed as one line by `runCli`, exit code 1. */
 export class CommandError extends Error {
   override name = 'CommandError';
   readonly code: string;
@@ -18,39 +19,54 @@ export class CommandError extends Error {
   }
 }
 
-export function commandConfig(): Config {
-  try {
-    return loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${err.message}\n`);
-      process.exit(78); // EX_CONFIG, as `start`
-    }
-    throw err;
-  }
+export interface CliIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+  /** Where the configuration is read from (see config.ts). */
+  env: NodeJS.ProcessEnv;
+  /**
+   * An open, migrated database the commands borrow (never close). Without it each command opens
+   * the configured one — on the embedded database taking its lock — migrates it and closes it.
+   */
+  database?: Database;
 }
 
-export async function withDatabase<T>(
-  config: Config,
-  fn: (db: Database) => Promise<T>,
-): Promise<T> {
-  // On the embedded database this takes its lock: refused (one line, exit 1) while the service or
-  // another command has it open (db/pglite-lock.ts).
-  const db = await openDatabase(config);
-  try {
-    await migrate(db);
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
+/** The bin's: this process's streams and environment, read when used. */
+export function processIo(): CliIo {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env };
 }
 
-export function print(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+export interface CommandContext {
+  readonly io: CliIo;
+  /** The configuration; a ConfigError ends the command with exit code 78 (see runCli). */
+  config(): Config;
+  withDatabase<T>(config: Config, fn: (db: Database) => Promise<T>): Promise<T>;
+  print(text: string): void;
+  printJson(value: unknown): void;
 }
 
-export function printJson(value: unknown): void {
-  print(JSON.stringify(value, null, 2));
+export function commandContext(io: CliIo): CommandContext {
+  const print = (text: string) => {
+    io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  };
+  return {
+    io,
+    config: () => loadConfig(io.env),
+    async withDatabase(config, fn) {
+      if (io.database) return fn(io.database);
+      // On the embedded database this takes its lock: refused (one line, exit 1) while the service
+      // or another command has it open (db/pglite-lock.ts).
+      const db = await openDatabase(config);
+      try {
+        await migrate(db);
+        return await fn(db);
+      } finally {
+        await db.close();
+      }
+    },
+    print,
+    printJson: (value) => print(JSON.stringify(value, null, 2)),
+  };
 }
 
 /** Pads columns of a small table for the terminal. */

@@ -18,10 +18,16 @@ import {
 } from '../db/webhook-deliveries.ts';
 import {
   createWebhookDestinationsRepo,
+  MAX_ROTATION_GRACE_MS,
   type WebhookDestination,
 } from '../db/webhook-destinations.ts';
+import {
+  createWebhookHealthRepo,
+  type DestinationHealth,
+  WebhookHealthError,
+} from '../db/webhook-health.ts';
 import { DestinationUrlError } from '../webhooks/destination-url.ts';
-import { OUTBOUND_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import {
   createSecretBox,
   MasterKeyError,
@@ -29,7 +35,7 @@ import {
   type SecretBox,
   secretFingerprint,
 } from '../webhooks/secret-box.ts';
-import { CommandError, commandConfig, print, printJson, table, withDatabase } from './shared.ts';
+import { type CommandContext, CommandError, table } from './shared.ts';
 
 type Env = 'live' | 'test';
 
@@ -48,11 +54,11 @@ function eventTypes(raw: string): string[] {
     ),
   ];
   if (types.length === 0) throw new InvalidArgumentError('name at least one event type');
-  const known: readonly string[] = OUTBOUND_EVENT_TYPES;
+  const known: readonly string[] = SUBSCRIBABLE_EVENT_TYPES;
   const unknown = types.filter((t) => !known.includes(t));
   if (unknown.length > 0) {
     throw new InvalidArgumentError(
-      `unknown event type ${unknown.join(', ')} (known: ${OUTBOUND_EVENT_TYPES.join(', ')})`,
+      `unknown event type ${unknown.join(', ')} (known: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')})`,
     );
   }
   return types;
@@ -70,6 +76,22 @@ function limit(raw: string): number {
     throw new InvalidArgumentError(`must be an integer from 1 to ${MAX_DELIVERY_LIST_LIMIT}`);
   }
   return n;
+}
+
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A rotation's grace period: `0` (or `now`), or a whole number of s, m, h or d (`24h`, `7d`). */
+export function parseGrace(raw: string): number {
+  const text = raw.trim();
+  if (text === '0' || text === 'now') return 0;
+  const m = /^(\d{1,7})([smhd])$/.exec(text);
+  const ms = m ? Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS] : Number.NaN;
+  if (!Number.isSafeInteger(ms) || ms > MAX_ROTATION_GRACE_MS) {
+    throw new InvalidArgumentError(
+      `must be 0, or a duration like 30m, 24h or 7d, at most ${MAX_ROTATION_GRACE_MS / 86_400_000}d`,
+    );
+  }
+  return ms;
 }
 
 const ISO_DATE_TIME =
@@ -145,9 +167,39 @@ function destinationJson(d: WebhookDestination, partner: string) {
     fingerprint: d.secretFingerprint,
     created_at: d.createdAt.toISOString(),
     secret_rotated_at: iso(d.secretRotatedAt),
+    previous_secret_fingerprint: d.previousSecret?.fingerprint ?? null,
+    previous_secret_expires_at: iso(d.previousSecret?.expiresAt ?? null),
+    status: d.removedAt ? 'removed' : d.disabledAt ? 'disabled' : 'active',
+    disabled_at: iso(d.disabledAt),
+    disabled_reason: d.disabledReason,
     removed_at: iso(d.removedAt),
   };
 }
+
+function healthJson(h: DestinationHealth) {
+  return {
+    destination_id: h.destinationId,
+    status: h.disabledAt ? 'disabled' : 'active',
+    disabled_at: iso(h.disabledAt),
+    disabled_reason: h.disabledReason,
+    failing_since: iso(h.failingSince),
+    last_24h: {
+      attempts: h.window.attempts,
+      succeeded: h.window.succeeded,
+      success_rate: h.window.successRate,
+      latency_ms: h.window.latencyMs,
+    },
+    last_success_at: iso(h.lastSuccessAt),
+    last_failure: h.lastFailure && {
+      at: h.lastFailure.at.toISOString(),
+      status_code: h.lastFailure.statusCode,
+      error: h.lastFailure.error,
+    },
+  };
+}
+
+const percent = (rate: number | null) =>
+  rate === null ? '-' : `${(Math.floor(rate * 1000) / 10).toFixed(1)}%`;
 
 function deliveryJson(d: WebhookDelivery) {
   return {
@@ -177,6 +229,7 @@ async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof DestinationUrlError) throw new CommandError(err.message, 'invalid_url');
     if (err instanceof WebhookReplayError) throw new CommandError(err.message, err.code);
+    if (err instanceof WebhookHealthError) throw new CommandError(err.message, err.code);
     if (err instanceof MasterKeyError) {
       throw new CommandError(`MASTER_KEY: ${err.message}`, 'master_key');
     }
@@ -184,11 +237,11 @@ async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function printSecret(what: string, secret: string): void {
-  print(`${what} (shown once; store it now): ${secret}`);
+function printSecret(ctx: CommandContext, what: string, secret: string): void {
+  ctx.print(`${what} (shown once; store it now): ${secret}`);
 }
 
-export function registerWebhookCommand(program: Command): void {
+export function registerWebhookCommand(program: Command, ctx: CommandContext): void {
   const webhook = program
     .command('webhook')
     .description('outbound webhook destinations and deliveries, inbound webhook secrets');
@@ -201,7 +254,7 @@ export function registerWebhookCommand(program: Command): void {
     .requiredOption('--url <url>', 'https:// URL the events are POSTed to')
     .option(
       '--events <types>',
-      `comma-separated event types (default: all): ${OUTBOUND_EVENT_TYPES.join(', ')}`,
+      `comma-separated event types (default: all): ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`,
       eventTypes,
     )
     .option('--json', 'print JSON', false)
@@ -213,9 +266,9 @@ export function registerWebhookCommand(program: Command): void {
         events?: string[];
         json: boolean;
       }) => {
-        const config = commandConfig();
+        const config = ctx.config();
         const added = await operatorErrors(() =>
-          withDatabase(config, async (db) => {
+          ctx.withDatabase(config, async (db) => {
             const partnerId = await partnerIdOf(db, opts.partner);
             return createWebhookDestinationsRepo(db, lazySecretBox(config)).add({
               partnerId,
@@ -227,87 +280,232 @@ export function registerWebhookCommand(program: Command): void {
         );
         const d = added.destination;
         if (opts.json) {
-          return printJson({ ...destinationJson(d, opts.partner), secret: added.secret });
+          return ctx.printJson({ ...destinationJson(d, opts.partner), secret: added.secret });
         }
-        print(`Added ${d.id} for ${opts.partner} (${d.environment}): ${d.url}`);
-        print(`Event types: ${d.eventTypes?.join(', ') ?? 'all'}`);
-        print(`Fingerprint: ${d.secretFingerprint}`);
-        printSecret('Signing secret', added.secret);
+        ctx.print(`Added ${d.id} for ${opts.partner} (${d.environment}): ${d.url}`);
+        ctx.print(`Event types: ${d.eventTypes?.join(', ') ?? 'all'}`);
+        ctx.print(`Fingerprint: ${d.secretFingerprint}`);
+        printSecret(ctx, 'Signing secret', added.secret);
       },
     );
 
   webhook
     .command('list')
-    .description('list destinations (secret fingerprints only)')
+    .description(
+      'list destinations: status, secret fingerprints only, when an old secret stops signing, success rate over 24 h',
+    )
     .option('--partner <name>', 'only this partner')
     .option('--all', 'include removed destinations', false)
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner?: string; all: boolean; json: boolean }) => {
-      const config = commandConfig();
-      const rows = await withDatabase(config, async (db) => {
+      const config = ctx.config();
+      const rows = await ctx.withDatabase(config, async (db) => {
         const partnerId = opts.partner ? await partnerIdOf(db, opts.partner) : undefined;
         const names = await partnerNames(db);
         const list = await createWebhookDestinationsRepo(db, lazySecretBox(config)).list({
           ...(partnerId ? { partnerId } : {}),
           includeRemoved: opts.all,
         });
-        return list.map((d) => destinationJson(d, names.get(d.partnerId) ?? d.partnerId));
+        const health = new Map(
+          (await createWebhookHealthRepo(db).stats(list.map((d) => d.id))).map((h) => [
+            h.destinationId,
+            h,
+          ]),
+        );
+        return list.map((d) => {
+          const h = health.get(d.id);
+          return {
+            ...destinationJson(d, names.get(d.partnerId) ?? d.partnerId),
+            ...(h
+              ? {
+                  last_24h: healthJson(h).last_24h,
+                  last_success_at: iso(h.lastSuccessAt),
+                  last_failure_at: iso(h.lastFailure?.at ?? null),
+                }
+              : {}),
+          };
+        });
       });
-      if (opts.json) return printJson(rows);
-      print(
+      if (opts.json) return ctx.printJson(rows);
+      ctx.print(
         table([
-          ['ID', 'PARTNER', 'ENV', 'STATUS', 'EVENTS', 'FINGERPRINT', 'URL'],
+          [
+            'ID',
+            'PARTNER',
+            'ENV',
+            'STATUS',
+            'EVENTS',
+            'FINGERPRINT',
+            'OLD SECRET SIGNS UNTIL',
+            'OK 24H',
+            'LAST SUCCESS',
+            'URL',
+          ],
           ...rows.map((r) => [
             r.id,
             r.partner,
             r.environment,
-            r.removed_at ? 'removed' : 'active',
+            r.status,
             r.event_types?.join(',') ?? 'all',
             r.fingerprint,
+            r.previous_secret_expires_at ?? '',
+            percent(r.last_24h?.success_rate ?? null),
+            r.last_success_at ?? '',
             r.url,
           ]),
         ]),
       );
+      for (const r of rows) {
+        if (r.disabled_reason) ctx.print(`${r.id}: ${r.disabled_reason}`);
+      }
+    });
+
+  webhook
+    .command('stats [id]')
+    .description(
+      'health of a destination (whk_…) or of all: success rate and latency over 24 h, last success, last failure, disabled reason',
+    )
+    .option('--json', 'print JSON', false)
+    .action(async (id: string | undefined, opts: { json: boolean }) => {
+      const rows = await ctx.withDatabase(ctx.config(), async (db) =>
+        (await createWebhookHealthRepo(db).stats(id === undefined ? undefined : [id])).map(
+          healthJson,
+        ),
+      );
+      if (id !== undefined && rows.length === 0) {
+        throw new CommandError(`no webhook destination with id ${id}`, 'not_found');
+      }
+      if (opts.json) return ctx.printJson(id === undefined ? rows : rows[0]);
+      ctx.print(
+        table([
+          [
+            'ID',
+            'STATUS',
+            'ATTEMPTS 24H',
+            'OK 24H',
+            'P50 MS',
+            'P95 MS',
+            'LAST SUCCESS',
+            'LAST FAILURE',
+            'FAILING SINCE',
+          ],
+          ...rows.map((r) => [
+            r.destination_id,
+            r.status,
+            String(r.last_24h.attempts),
+            percent(r.last_24h.success_rate),
+            r.last_24h.latency_ms ? String(r.last_24h.latency_ms.p50) : '-',
+            r.last_24h.latency_ms ? String(r.last_24h.latency_ms.p95) : '-',
+            r.last_success_at ?? '',
+            r.last_failure
+              ? `${r.last_failure.at} ${r.last_failure.status_code ?? r.last_failure.error ?? ''}`
+              : '',
+            r.failing_since ?? '',
+          ]),
+        ]),
+      );
+      for (const r of rows) {
+        if (r.disabled_reason) ctx.print(`${r.destination_id}: ${r.disabled_reason}`);
+      }
+    });
+
+  webhook
+    .command('enable <id>')
+    .description(
+      're-enable a destination (whk_…) disabled for failing, and replay every event that failed there since it started failing',
+    )
+    .option('--no-replay', 'do not replay what failed meanwhile')
+    .option('--json', 'print JSON', false)
+    .action(async (id: string, opts: { replay: boolean; json: boolean }) => {
+      const enabled = await operatorErrors(() =>
+        ctx.withDatabase(ctx.config(), (db) =>
+          createWebhookHealthRepo(db).enable(id, { replay: opts.replay }),
+        ),
+      );
+      if (opts.json) {
+        return ctx.printJson({
+          id,
+          failing_since: iso(enabled.failingSince),
+          replayed: enabled.replayed.map(deliveryJson),
+        });
+      }
+      ctx.print(`Enabled ${id}.`);
+      if (opts.replay) {
+        ctx.print(
+          `Replayed ${enabled.replayed.length} failed event(s) since ${iso(enabled.failingSince) ?? 'it was disabled'}.`,
+        );
+      }
     });
 
   webhook
     .command('rotate <id>')
-    .description('replace the signing secret of a destination (whk_…); prints the new one once')
+    .description(
+      'replace the signing secret of a destination (whk_…); prints the new one once; the previous one keeps signing for --grace',
+    )
+    .option(
+      '--grace <duration>',
+      'how long the previous secret keeps signing beside the new one (0, 30m, 24h, 7d…)',
+      parseGrace,
+      24 * 3_600_000,
+    )
     .option('--json', 'print JSON', false)
-    .action(async (id: string, opts: { json: boolean }) => {
-      const config = commandConfig();
+    .action(async (id: string, opts: { grace: number; json: boolean }) => {
+      const config = ctx.config();
       const rotated = await operatorErrors(() =>
-        withDatabase(config, (db) =>
-          createWebhookDestinationsRepo(db, lazySecretBox(config)).rotate(id),
+        ctx.withDatabase(config, (db) =>
+          createWebhookDestinationsRepo(db, lazySecretBox(config)).rotate(id, {
+            graceMs: opts.grace,
+          }),
         ),
       );
       if (!rotated)
         throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
       const d = rotated.destination;
       if (opts.json) {
-        return printJson({
+        return ctx.printJson({
           id: d.id,
           fingerprint: d.secretFingerprint,
           secret_rotated_at: iso(d.secretRotatedAt),
+          previous_secret_fingerprint: d.previousSecret?.fingerprint ?? null,
+          previous_secret_expires_at: iso(d.previousSecret?.expiresAt ?? null),
           secret: rotated.secret,
         });
       }
-      print(`Rotated the secret of ${d.id}; the previous one no longer signs.`);
-      print(`Fingerprint: ${d.secretFingerprint}`);
-      printSecret('Signing secret', rotated.secret);
+      ctx.print(
+        d.previousSecret
+          ? `Rotated the secret of ${d.id}. The previous one (${d.previousSecret.fingerprint}) keeps signing until ${d.previousSecret.expiresAt.toISOString()}: webhook-signature carries both until then; X-Service-Signature uses the new one now.`
+          : `Rotated the secret of ${d.id}; the previous one no longer signs.`,
+      );
+      ctx.print(`Fingerprint: ${d.secretFingerprint}`);
+      printSecret(ctx, 'Signing secret', rotated.secret);
     });
 
   webhook
     .command('remove <id>')
     .description('remove a destination (whk_…): no new deliveries; its pending ones are failed')
     .action(async (id: string) => {
-      const config = commandConfig();
-      const removed = await withDatabase(config, (db) =>
+      const config = ctx.config();
+      const removed = await ctx.withDatabase(config, (db) =>
         createWebhookDestinationsRepo(db, lazySecretBox(config)).remove(id),
       );
       if (!removed)
         throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
-      print(`Removed ${id}.`);
+      ctx.print(`Removed ${id}.`);
+    });
+
+  webhook
+    .command('ping <id>')
+    .description(
+      'send a test event (ping) to a destination (whk_…), whatever event types it subscribes to',
+    )
+    .option('--json', 'print JSON', false)
+    .action(async (id: string, opts: { json: boolean }) => {
+      const sent = await operatorErrors(() =>
+        ctx.withDatabase(ctx.config(), (db) => createWebhookDeliveriesRepo(db).enqueuePing(id)),
+      );
+      if (opts.json) return ctx.printJson(deliveryJson(sent.delivery));
+      ctx.print(`Queued test event ${sent.eventId} to ${id} as ${sent.delivery.id}.`);
+      ctx.print(`Follow it with: yield-service webhook deliveries --event ${sent.eventId}`);
     });
 
   webhook
@@ -326,7 +524,7 @@ export function registerWebhookCommand(program: Command): void {
         limit: number;
         json: boolean;
       }) => {
-        const rows = await withDatabase(commandConfig(), async (db) =>
+        const rows = await ctx.withDatabase(ctx.config(), async (db) =>
           (
             await createWebhookDeliveriesRepo(db).list({
               ...(opts.destination ? { destinationId: opts.destination } : {}),
@@ -336,8 +534,8 @@ export function registerWebhookCommand(program: Command): void {
             })
           ).map(deliveryJson),
         );
-        if (opts.json) return printJson(rows);
-        print(
+        if (opts.json) return ctx.printJson(rows);
+        ctx.print(
           table([
             ['ID', 'EVENT', 'TYPE', 'DESTINATION', 'STATUS', 'ATTEMPTS', 'LAST', 'CREATED'],
             ...rows.map((r) => [
@@ -389,25 +587,25 @@ export function registerWebhookCommand(program: Command): void {
             );
           }
           const replayed = await operatorErrors(() =>
-            withDatabase(commandConfig(), (db) =>
+            ctx.withDatabase(ctx.config(), (db) =>
               createWebhookDeliveriesRepo(db).replayFailed(destination, since),
             ),
           );
           if (opts.json) {
-            return printJson({
+            return ctx.printJson({
               count: replayed.count,
               deliveries: replayed.deliveries.map(deliveryJson),
             });
           }
-          print(
+          ctx.print(
             `Replayed ${replayed.count} failed event(s) of ${destination} since ${since.toISOString()}.`,
           );
-          for (const d of replayed.deliveries) print(`${d.id}  ${d.eventId}  ${d.eventType}`);
+          for (const d of replayed.deliveries) ctx.print(`${d.id}  ${d.eventId}  ${d.eventType}`);
           return;
         }
         const eventId = opts.event as string;
         const replayed = await operatorErrors(() =>
-          withDatabase(commandConfig(), (db) =>
+          ctx.withDatabase(ctx.config(), (db) =>
             createWebhookDeliveriesRepo(db).replayEvent(eventId, opts.destination),
           ),
         );
@@ -417,9 +615,9 @@ export function registerWebhookCommand(program: Command): void {
             'no_destination',
           );
         }
-        if (opts.json) return printJson(replayed.map(deliveryJson));
+        if (opts.json) return ctx.printJson(replayed.map(deliveryJson));
         for (const d of replayed) {
-          print(
+          ctx.print(
             `Replaying ${d.eventId} to ${d.destinationId} as ${d.id}${d.replayOf ? ` (replay of ${d.replayOf})` : ''}.`,
           );
         }
@@ -437,9 +635,9 @@ export function registerWebhookCommand(program: Command): void {
     .requiredOption('--env <env>', 'live or test', environment)
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner: string; env: Env; json: boolean }) => {
-      const config = commandConfig();
+      const config = ctx.config();
       const set = await operatorErrors(() =>
-        withDatabase(config, async (db) => {
+        ctx.withDatabase(config, async (db) => {
           const partnerId = await partnerIdOf(db, opts.partner);
           const result = await createInboundSecretsRepo(db, lazySecretBox(config)).set(
             partnerId,
@@ -449,7 +647,7 @@ export function registerWebhookCommand(program: Command): void {
         }),
       );
       if (opts.json) {
-        return printJson({
+        return ctx.printJson({
           partner: opts.partner,
           environment: opts.env,
           rotated: set.rotated,
@@ -457,13 +655,13 @@ export function registerWebhookCommand(program: Command): void {
           secret: set.secret,
         });
       }
-      print(
+      ctx.print(
         set.rotated
           ? `Rotated the inbound secret of ${opts.partner} (${opts.env}); the previous one no longer verifies.`
           : `Created the inbound secret of ${opts.partner} (${opts.env}).`,
       );
-      print(`Fingerprint: ${set.fingerprint}`);
-      printSecret('Inbound secret', set.secret);
+      ctx.print(`Fingerprint: ${set.fingerprint}`);
+      printSecret(ctx, 'Inbound secret', set.secret);
     });
 
   inbound
@@ -472,8 +670,8 @@ export function registerWebhookCommand(program: Command): void {
     .option('--partner <name>', 'only this partner')
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner?: string; json: boolean }) => {
-      const config = commandConfig();
-      const rows = await withDatabase(config, async (db) => {
+      const config = ctx.config();
+      const rows = await ctx.withDatabase(config, async (db) => {
         const partnerId = opts.partner ? await partnerIdOf(db, opts.partner) : undefined;
         const names = await partnerNames(db);
         return (await createInboundSecretsRepo(db, lazySecretBox(config)).list(partnerId)).map(
@@ -486,8 +684,8 @@ export function registerWebhookCommand(program: Command): void {
           }),
         );
       });
-      if (opts.json) return printJson(rows);
-      print(
+      if (opts.json) return ctx.printJson(rows);
+      ctx.print(
         table([
           ['PARTNER', 'ENV', 'FINGERPRINT', 'CREATED', 'ROTATED'],
           ...rows.map((r) => [

@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { from as copyFromStdin } from 'pg-copy-streams';
+import { trackPool } from '../telemetry/metrics.ts';
 import { lockDataDir } from './pglite-lock.ts';
 
 export interface QueryResult<T> {
@@ -72,6 +73,13 @@ async function createPostgres(options: { url: string; poolMax?: number }): Promi
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  const poolMax = options.poolMax ?? 10;
+  const untrackPool = trackPool(() => ({
+    total: pool.totalCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+    max: poolMax,
+  }));
   /**
    * A client checked out of the pool (a transaction, a COPY) has no 'error' listener of the pool's:
    * a connection dropped under it (a PostgreSQL restart, a terminated backend) would emit an
@@ -135,7 +143,10 @@ async function createPostgres(options: { url: string; poolMax?: number }): Promi
           throw err;
         }
       }),
-    close: () => pool.end(),
+    close: () => {
+      untrackPool();
+      return pool.end();
+    },
   };
 }
 

@@ -12,7 +12,14 @@ export type AuditAction =
   | 'key.rolled'
   | 'key.revoked'
   | 'passkey.registered'
-  | 'passkey.removed';
+  | 'passkey.removed'
+  | 'webhook.added'
+  | 'webhook.rotated'
+  | 'webhook.removed'
+  | 'webhook.enabled'
+  | 'webhook.pinged'
+  | 'webhook.replayed'
+  | 'inbound.secret_set';
 
 export interface AuditEntry {
   id: string;

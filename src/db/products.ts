@@ -280,6 +280,22 @@ export function createProductsRepo(db: Queryable) {
       return rows[0];
     },
 
+    /**
+     * Records the fees in force on the engine (they change by a decrease, or by an increase applied
+     * after its notice). False when they were already these.
+     */
+    async setFeesInForce(
+      id: string,
+      fees: { serviceFeeBps: number; partnerFeeBps: number },
+    ): Promise<boolean> {
+      const r = await db.query(
+        `UPDATE products SET service_fee_bps = $2, partner_fee_bps = $3, updated_at = now()
+         WHERE id = $1 AND (service_fee_bps <> $2 OR partner_fee_bps <> $3)`,
+        [id, fees.serviceFeeBps, fees.partnerFeeBps],
+      );
+      return r.rowCount === 1;
+    },
+
     /** active|paused → deprecated (final). False when the product was in another state. */
     async markDeprecated(id: string): Promise<boolean> {
       const r = await db.query(

@@ -8,6 +8,12 @@
  * by the day's real row when the day closes): latest_metrics serves it (as_of_date = deployment
  * day, APYs null), apy-history, fee-stats and yield-calc's latest APY never do.
  *
+ * Launch-day estimates (migration 0024): a row without its own APYs (the engine's first day, the
+ * provisional row, an empty engine) may carry an estimate from the underlying vault's measured day
+ * with the fees applied (src/sync/metrics/underlying-estimate.ts). latest_metrics and yield-calc
+ * serve it, labelled `apy_basis: "underlying_estimate"`, where no APY of the engine's own exists;
+ * apy-history and fee-stats never list it.
+ *
  * Fee figures (DECISIONS, "Fee figures"): earned = minted (the engine's cumulative counters) +
  * pending (its pendingFees() view), both read at the boundary block. A row written before
  * migration 0021 has no pending part and fees of the old definition: fee-stats skips it until the
@@ -29,6 +35,29 @@ export interface SnapshotView {
   /** The engine's minted counters at the boundary: what reached the recipients' wallets. */
   cumulativePartnerFeeMinted: bigint;
   cumulativeServiceFeeMinted: bigint;
+  /** The launch-day estimate of a row without its own APYs (else null). */
+  estimatedUnderlyingApy: string | null;
+  estimatedNetApy: string | null;
+}
+
+/** Where an APY figure comes from: the engine's own day, or the underlying's day with the fees. */
+export type ApyBasis = 'engine' | 'underlying_estimate';
+
+/** The APYs a product is presented with, and their basis; undefined when there are none. */
+export function presentedApys(
+  s: SnapshotView,
+): { underlyingApy: string; netApyForUser: string; basis: ApyBasis } | undefined {
+  if (s.underlyingApy !== null && s.netApyForUser !== null) {
+    return { underlyingApy: s.underlyingApy, netApyForUser: s.netApyForUser, basis: 'engine' };
+  }
+  if (s.estimatedUnderlyingApy !== null && s.estimatedNetApy !== null) {
+    return {
+      underlyingApy: s.estimatedUnderlyingApy,
+      netApyForUser: s.estimatedNetApy,
+      basis: 'underlying_estimate',
+    };
+  }
+  return undefined;
 }
 
 interface Row {
@@ -44,6 +73,8 @@ interface Row {
   service_fee_assets_total: string;
   partner_fee_pending: string | null;
   service_fee_pending: string | null;
+  estimated_underlying_apy: string | null;
+  estimated_net_apy: string | null;
 }
 
 const big = (v: string | null) => (v === null ? null : BigInt(v));
@@ -61,11 +92,14 @@ const toView = (r: Row): SnapshotView => ({
     BigInt(r.service_fee_assets_total) + BigInt(r.service_fee_pending ?? '0'),
   cumulativePartnerFeeMinted: BigInt(r.partner_fee_assets_total),
   cumulativeServiceFeeMinted: BigInt(r.service_fee_assets_total),
+  estimatedUnderlyingApy: r.estimated_underlying_apy,
+  estimatedNetApy: r.estimated_net_apy,
 });
 
 const COLUMNS = `product_id, date, engine_total_assets, underlying_apy, net_apy_for_user,
   daily_yield_assets, daily_partner_fee, daily_service_fee, partner_fee_assets_total,
-  service_fee_assets_total, partner_fee_pending, service_fee_pending`;
+  service_fee_assets_total, partner_fee_pending, service_fee_pending, estimated_underlying_apy,
+  estimated_net_apy`;
 
 export function createSnapshotReads(db: Queryable) {
   return {
@@ -93,15 +127,29 @@ export function createSnapshotReads(db: Queryable) {
       return rows[0]?.date;
     },
 
-    /** The latest measured net APY (the first day has none). */
-    async latestNetApy(productId: string): Promise<string | undefined> {
-      const { rows } = await db.query<{ net_apy_for_user: string }>(
-        `SELECT net_apy_for_user FROM daily_snapshots
-         WHERE product_id = $1 AND net_apy_for_user IS NOT NULL AND NOT provisional
+    /**
+     * The net APY yield-calc prices with: that of the newest row that has one, the engine's own
+     * (basis `engine`) or, on a row without it, the launch-day estimate (`underlying_estimate`).
+     * Undefined when no row has either.
+     */
+    async latestNetApy(productId: string): Promise<{ value: string; basis: ApyBasis } | undefined> {
+      const { rows } = await db.query<{
+        net_apy_for_user: string | null;
+        estimated_net_apy: string | null;
+      }>(
+        `SELECT CASE WHEN provisional THEN NULL ELSE net_apy_for_user END AS net_apy_for_user,
+                estimated_net_apy
+         FROM daily_snapshots
+         WHERE product_id = $1
+           AND ((net_apy_for_user IS NOT NULL AND NOT provisional) OR estimated_net_apy IS NOT NULL)
          ORDER BY date DESC LIMIT 1`,
         [productId],
       );
-      return rows[0]?.net_apy_for_user;
+      const row = rows[0];
+      if (!row) return undefined;
+      return row.net_apy_for_user !== null
+        ? { value: row.net_apy_for_user, basis: 'engine' }
+        : { value: row.estimated_net_apy!, basis: 'underlying_estimate' };
     },
 
     /** Snapshots with an APY in [from, to], newest first. */

@@ -48,6 +48,13 @@ export interface Snapshot {
   dailyServiceFee: bigint | null;
   /** Written at activation, replaced by the day's real row (absent: false). */
   provisional?: boolean;
+  /**
+   * Launch-day estimate (migration 0024), only on a row without its own APYs: the underlying
+   * vault's measured APY of one day, and that APY with the engine's fees applied
+   * (src/sync/metrics/underlying-estimate.ts). Absent: null.
+   */
+  estimatedUnderlyingApy?: string | null;
+  estimatedNetApy?: string | null;
 }
 
 /** True for a row the processor built on (neither provisional nor written before 0021). */
@@ -76,6 +83,8 @@ interface SnapshotRow {
   daily_partner_fee: string | null;
   daily_service_fee: string | null;
   provisional: boolean;
+  estimated_underlying_apy: string | null;
+  estimated_net_apy: string | null;
 }
 
 const COLUMNS = [
@@ -99,12 +108,14 @@ const COLUMNS = [
   'daily_partner_fee',
   'daily_service_fee',
   'provisional',
+  'estimated_underlying_apy',
+  'estimated_net_apy',
 ] as const;
 
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
 /** A real row the processor relies on: not provisional, and written since migration 0021. */
 const FINAL = 'NOT provisional AND partner_fee_pending IS NOT NULL';
-/** Rows per INSERT statement: 20 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** Rows per INSERT statement: 22 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -132,6 +143,8 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     dailyPartnerFee: bigOrNull(r.daily_partner_fee),
     dailyServiceFee: bigOrNull(r.daily_service_fee),
     provisional: r.provisional,
+    estimatedUnderlyingApy: r.estimated_underlying_apy,
+    estimatedNetApy: r.estimated_net_apy,
   };
 }
 
@@ -158,6 +171,8 @@ function params(s: Snapshot): unknown[] {
     str(s.dailyPartnerFee),
     str(s.dailyServiceFee),
     s.provisional ?? false,
+    s.estimatedUnderlyingApy ?? null,
+    s.estimatedNetApy ?? null,
   ];
 }
 

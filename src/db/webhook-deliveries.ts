@@ -4,6 +4,8 @@
  * once) of the same stored event, linked by `replay_of` to the delivery it repeats. The
  * dispatcher's own queries (claiming due rows, recording attempts) live in src/webhooks/.
  */
+import { newId } from '../ids.ts';
+import { outboundPayload } from '../webhooks/event-catalogue.ts';
 import type { Database, Queryable } from './client.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
@@ -72,7 +74,8 @@ export type ReplayErrorCode =
   | 'destination_not_found'
   | 'destination_removed'
   | 'destination_mismatch'
-  | 'not_subscribed';
+  | 'not_subscribed'
+  | 'destination_disabled';
 
 /** A replay that cannot be made; `code` says why. */
 export class WebhookReplayError extends Error {
@@ -99,7 +102,14 @@ interface DestinationRow {
   environment: string;
   event_types: string[] | null;
   removed_at: Date | null;
+  disabled_at: Date | null;
 }
+
+const disabledError = (id: string) =>
+  new WebhookReplayError(
+    `destination ${id} is disabled: re-enable it first (that replays what failed meanwhile)`,
+    'destination_disabled',
+  );
 
 export function createWebhookDeliveriesRepo(db: Queryable | Database) {
   /** In one transaction when db can open one; as is when it already is one. */
@@ -107,6 +117,58 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
     'transaction' in db ? db.transaction(fn) : fn(db);
 
   return {
+    /**
+     * Sends a test event (`ping`) to one destination: a stored event of its partner environment
+     * and one delivery to that destination only (the fan-out trigger skips pings), sent by the
+     * dispatcher like any other, whatever event types the destination subscribes to. The portal's
+     * "send a test event" and `webhook ping` call this. A removed destination cannot be pinged; a
+     * disabled one can (to check it before re-enabling it).
+     */
+    async enqueuePing(
+      destinationId: string,
+      now: Date = new Date(),
+    ): Promise<{ eventId: string; delivery: WebhookDelivery }> {
+      return inTransaction(async (tx) => {
+        const { rows: found } = await tx.query<DestinationRow>(
+          `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
+           FROM webhook_destinations WHERE id = $1 FOR SHARE`,
+          [destinationId],
+        );
+        const d = found[0];
+        if (!d) {
+          throw new WebhookReplayError(
+            `no webhook destination with id ${destinationId}`,
+            'destination_not_found',
+          );
+        }
+        if (d.removed_at) {
+          throw new WebhookReplayError(
+            `destination ${destinationId} was removed`,
+            'destination_removed',
+          );
+        }
+        const eventId = newId('evt');
+        const payload = outboundPayload('ping', {
+          destination_id: destinationId,
+          sent_at: now.toISOString(),
+        });
+        await tx.query(
+          `INSERT INTO events (id, partner_id, environment, event_type, dedupe_key, payload,
+             occurred_at)
+           VALUES ($1, $2, $3, 'ping', $4, $5, $6)`,
+          [eventId, d.partner_id, d.environment, `ping:${eventId}`, JSON.stringify(payload), now],
+        );
+        const { rows } = await tx.query<Row>(
+          withEventType(
+            `INSERT INTO webhook_deliveries (event_id, destination_id) VALUES ($1, $2)
+             RETURNING *`,
+          ),
+          [eventId, destinationId],
+        );
+        return { eventId, delivery: toDelivery(rows[0] as Row) };
+      });
+    },
+
     /** Deliveries, newest first. */
     async list(
       filter: {
@@ -144,12 +206,28 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         partner_id: string;
         environment: string;
         event_type: string;
-      }>('SELECT partner_id, environment, event_type FROM events WHERE id = $1', [eventId]);
+        payload: string;
+      }>('SELECT partner_id, environment, event_type, payload FROM events WHERE id = $1', [
+        eventId,
+      ]);
       const event = events[0];
       if (!event) throw new WebhookReplayError(`no event with id ${eventId}`, 'event_not_found');
+      // A test event goes only to the destination it was made for.
+      const pingedDestination =
+        event.event_type === 'ping'
+          ? (JSON.parse(event.payload) as { destination_id: string }).destination_id
+          : null;
+      if (destinationId !== undefined && pingedDestination !== null) {
+        if (destinationId !== pingedDestination) {
+          throw new WebhookReplayError(
+            `test event ${eventId} was sent to ${pingedDestination} and is replayed only there`,
+            'destination_mismatch',
+          );
+        }
+      }
       if (destinationId !== undefined) {
         const { rows } = await db.query<DestinationRow>(
-          `SELECT id, partner_id, environment, event_types, removed_at
+          `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
            FROM webhook_destinations WHERE id = $1`,
           [destinationId],
         );
@@ -172,7 +250,12 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
             'destination_removed',
           );
         }
-        if (d.event_types && !d.event_types.includes(event.event_type)) {
+        if (d.disabled_at) throw disabledError(destinationId);
+        if (
+          pingedDestination === null &&
+          d.event_types &&
+          !d.event_types.includes(event.event_type)
+        ) {
           throw new WebhookReplayError(
             `destination ${destinationId} does not subscribe to ${event.event_type} events`,
             'not_subscribed',
@@ -190,12 +273,12 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
            FROM events e
            JOIN webhook_destinations d
              ON d.partner_id = e.partner_id AND d.environment = e.environment
-            AND d.removed_at IS NULL
-            AND (d.event_types IS NULL OR e.event_type = ANY (d.event_types))
-           WHERE e.id = $1 AND ($2::text IS NULL OR d.id = $2)
+            AND d.removed_at IS NULL AND d.disabled_at IS NULL
+            AND (d.event_types IS NULL OR e.event_type = ANY (d.event_types) OR $3::text IS NOT NULL)
+           WHERE e.id = $1 AND ($2::text IS NULL OR d.id = $2) AND ($3::text IS NULL OR d.id = $3)
            RETURNING *`,
         ),
-        [eventId, destinationId ?? null],
+        [eventId, destinationId ?? null, pingedDestination],
       );
       if (destinationId !== undefined && rows.length === 0) {
         throw new WebhookReplayError(
@@ -219,7 +302,7 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
     ): Promise<{ count: number; deliveries: WebhookDelivery[] }> {
       return inTransaction(async (tx) => {
         const { rows: found } = await tx.query<DestinationRow>(
-          `SELECT id, partner_id, environment, event_types, removed_at
+          `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
            FROM webhook_destinations WHERE id = $1 FOR UPDATE`,
           [destinationId],
         );
@@ -236,6 +319,7 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
             'destination_removed',
           );
         }
+        if (d.disabled_at) throw disabledError(destinationId);
         const { rows } = await tx.query<Row>(
           withEventType(
             `INSERT INTO webhook_deliveries (event_id, destination_id, replay_of)

@@ -6,7 +6,7 @@
 import { newId } from '../ids.ts';
 import { parseDestinationUrl } from '../webhooks/destination-url.ts';
 import {
-  generateWebhookSecret,
+  generateDestinationSecret,
   type SecretBox,
   secretFingerprint,
 } from '../webhooks/secret-box.ts';
@@ -23,8 +23,21 @@ export interface WebhookDestination {
   secretFingerprint: string;
   createdAt: Date;
   secretRotatedAt: Date | null;
+  /**
+   * The secret before the last rotation while its grace period lasts (it still signs, as a second
+   * `webhook-signature` entry); null once expired or after a rotation with no grace.
+   */
+  previousSecret: { fingerprint: string; expiresAt: Date } | null;
+  /** Set when the health job disabled it (see webhook-health.ts), with the partner's reason. */
+  disabledAt: Date | null;
+  disabledReason: string | null;
   removedAt: Date | null;
 }
+
+/** How long the previous secret keeps signing after a rotation, unless the rotation says. */
+export const DEFAULT_ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
+/** Longest grace period a rotation may ask for. */
+export const MAX_ROTATION_GRACE_MS = 30 * 24 * 60 * 60 * 1000;
 
 interface Row {
   id: string;
@@ -36,10 +49,14 @@ interface Row {
   secret_fingerprint: string;
   created_at: Date;
   secret_rotated_at: Date | null;
+  previous_secret_fingerprint: string | null;
+  previous_secret_expires_at: Date | null;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
   removed_at: Date | null;
 }
 
-const toDestination = (r: Row): WebhookDestination => ({
+const toDestination = (r: Row, now = Date.now()): WebhookDestination => ({
   id: r.id,
   partnerId: r.partner_id,
   environment: r.environment,
@@ -48,6 +65,14 @@ const toDestination = (r: Row): WebhookDestination => ({
   secretFingerprint: r.secret_fingerprint,
   createdAt: r.created_at,
   secretRotatedAt: r.secret_rotated_at,
+  previousSecret:
+    r.previous_secret_fingerprint !== null &&
+    r.previous_secret_expires_at !== null &&
+    r.previous_secret_expires_at.getTime() > now
+      ? { fingerprint: r.previous_secret_fingerprint, expiresAt: r.previous_secret_expires_at }
+      : null,
+  disabledAt: r.disabled_at,
+  disabledReason: r.disabled_reason,
   removedAt: r.removed_at,
 });
 
@@ -65,7 +90,7 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
     }): Promise<{ destination: WebhookDestination; secret: string }> {
       const url = parseDestinationUrl(input.url).toString();
       const id = newId('whk');
-      const secret = generateWebhookSecret();
+      const secret = generateDestinationSecret();
       const types = input.eventTypes && input.eventTypes.length > 0 ? [...input.eventTypes] : null;
       const { rows } = await db.query<Row>(
         `INSERT INTO webhook_destinations
@@ -104,16 +129,34 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
       return rows[0] && toDestination(rows[0]);
     },
 
-    /** Replaces the secret of an active destination; the new one is returned to be shown once. */
+    /**
+     * Replaces the secret of an active destination; the new one is returned to be shown once.
+     * The previous secret keeps signing for `graceMs` (default 24 h; 0: not at all): during it,
+     * `webhook-signature` carries a signature with each, so a receiver can switch secrets at any
+     * moment of it; `X-Service-Signature` is the new secret's at once. Only one previous secret is
+     * kept: rotating again during a grace period ends the older one's at once.
+     */
     async rotate(
       id: string,
+      options: { graceMs?: number } = {},
     ): Promise<{ destination: WebhookDestination; secret: string } | undefined> {
-      const secret = generateWebhookSecret();
+      const graceMs = options.graceMs ?? DEFAULT_ROTATION_GRACE_MS;
+      if (!Number.isSafeInteger(graceMs) || graceMs < 0 || graceMs > MAX_ROTATION_GRACE_MS) {
+        throw new RangeError(
+          `the grace period must be from 0 to ${MAX_ROTATION_GRACE_MS / 86_400_000} days`,
+        );
+      }
+      const secret = generateDestinationSecret();
+      // The right-hand sides read the row as it was: the current secret becomes the previous one.
       const { rows } = await db.query<Row>(
         `UPDATE webhook_destinations
-         SET secret_ciphertext = $2, secret_fingerprint = $3, secret_rotated_at = now()
+         SET previous_secret_ciphertext = CASE WHEN $4::bigint > 0 THEN secret_ciphertext END,
+             previous_secret_fingerprint = CASE WHEN $4::bigint > 0 THEN secret_fingerprint END,
+             previous_secret_expires_at =
+               CASE WHEN $4::bigint > 0 THEN now() + $4::float8 * interval '1 millisecond' END,
+             secret_ciphertext = $2, secret_fingerprint = $3, secret_rotated_at = now()
          WHERE id = $1 AND removed_at IS NULL RETURNING *`,
-        [id, box.encrypt(secret, secretContext(id)), secretFingerprint(secret)],
+        [id, box.encrypt(secret, secretContext(id)), secretFingerprint(secret), graceMs],
       );
       return rows[0] && { destination: toDestination(rows[0]), secret };
     },

@@ -210,7 +210,16 @@ export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncType
       : createMemoryCounter(opts.rateClock);
     app.addHook('onRequest', async (request) => {
       if (request.url.startsWith(`${EMBED_PREFIX}/assets/`)) return;
-      const { count, resetMs } = await counter.hit(request.ip, 60_000);
+      let hit: { count: number; resetMs: number };
+      try {
+        hit = await counter.hit(request.ip, 60_000);
+      } catch (err) {
+        // Like the partner budgets: Redis away means the window goes uncounted (fail-open,
+        // docs/operations.md), never a 500 for every embed request.
+        request.log.warn({ err }, 'embed rate count unavailable');
+        return;
+      }
+      const { count, resetMs } = hit;
       if (count > opts.ratePerMinute) {
         throw new ApiError(
           'rate_limited',

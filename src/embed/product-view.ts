@@ -118,7 +118,7 @@ export function buildProductView(
       partner_fee_bps: scheduled.partnerFeeBps,
       at: new Date(Number(scheduled.effectiveAt) * 1000).toISOString(),
     },
-    net_apy: snapshot?.netApyForUser ?? null,
+    net_apy: snapshot?.netApyForUser ?? snapshot?.estimatedNetApy ?? null,
     as_of_date: snapshot?.date ?? null,
     tvl: snapshot ? formatUnits(snapshot.engineTotalAssets, product.assetDecimals) : null,
     usd_price: product.usdPrice ?? '1',

@@ -10,7 +10,8 @@ import { createPortalMembersRepo, type Member } from '../db/portal-members.ts';
 import { createPortalPasskeysRepo } from '../db/portal-passkeys.ts';
 import type { SessionStore } from '../db/portal-sessions.ts';
 import { createSignInTokensRepo } from '../db/portal-sign-in-tokens.ts';
-import type { Environment } from '../db/products.ts';
+import { createProductsRepo, type Environment } from '../db/products.ts';
+import { createSnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import type { Mailer } from './mailer.ts';
 
@@ -45,6 +46,8 @@ export function createPortalContext(deps: {
   sessions: SessionStore;
   mailer: Mailer;
   publicUrl: () => string;
+  /** Clock of the dashboards' day windows (tests pin it). */
+  now?: (() => Date) | undefined;
 }) {
   const publicUrl = deps.publicUrl;
   return {
@@ -54,6 +57,9 @@ export function createPortalContext(deps: {
     passkeys: createPortalPasskeysRepo(deps.db),
     audit: createPortalAuditRepo(deps.db),
     keys: createApiKeysRepo(deps.db),
+    products: createProductsRepo(deps.db),
+    snapshots: createSnapshotReads(deps.db),
+    now: deps.now ?? (() => new Date()),
     /** The path prefix the browser sees (`/portal`, or `` when the portal has its own origin). */
     base: () => new URL(publicUrl()).pathname.replace(/\/+$/, ''),
     secure: () => new URL(publicUrl()).protocol === 'https:',

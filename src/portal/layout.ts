@@ -8,7 +8,7 @@ import type { Environment } from '../db/products.ts';
 import { type Html, html } from './html.ts';
 import { can } from './roles.ts';
 
-export type Section = 'keys' | 'team' | 'audit' | 'account';
+export type Section = 'products' | 'keys' | 'webhooks' | 'team' | 'audit' | 'account';
 
 export interface PageFrame {
   title: string;
@@ -22,9 +22,14 @@ export interface PageFrame {
   errors?: readonly string[];
   notice?: Html | string | undefined;
   body: Html;
+  /**
+   * Static files only this page needs (`uplot.css`, `charts.js`…), loaded at the end of the body.
+   * Links to such a page opt out of htmx boosting (`hx-boost="false"`) so they load it whole.
+   */
+  assets?: readonly string[];
 }
 
-const ASSET_VERSION = '1';
+const ASSET_VERSION = '2';
 
 function head(base: string, title: string): Html {
   return html`<meta charset="utf-8">
@@ -35,7 +40,7 @@ function head(base: string, title: string): Html {
 <script src="${base}/static/portal.js?v=${ASSET_VERSION}" defer></script>
 <script src="${base}/static/simplewebauthn.js?v=${ASSET_VERSION}" defer></script>
 <script src="${base}/static/webauthn.js?v=${ASSET_VERSION}" defer></script>
-<meta name="htmx-config" content='{"includeIndicatorStyles":false}'>`;
+<meta name="htmx-config" content='{"includeIndicatorStyles":false,"responseHandling":[{"code":"204","swap":false},{"code":"...","swap":true}]}'>`;
 }
 
 export function errorSummary(errors: readonly string[] | undefined): Html | '' {
@@ -47,7 +52,9 @@ export function errorSummary(errors: readonly string[] | undefined): Html | '' {
 }
 
 const NAV: Array<{ section: Section; label: string; show: (m: Member) => boolean }> = [
+  { section: 'products', label: 'Products', show: () => true },
   { section: 'keys', label: 'API keys', show: () => true },
+  { section: 'webhooks', label: 'Webhooks', show: () => true },
   { section: 'team', label: 'Team', show: () => true },
   { section: 'audit', label: 'Audit log', show: (m) => can(m.role, 'audit.view') },
   { section: 'account', label: 'Your account', show: () => true },
@@ -91,6 +98,11 @@ ${env === 'test' ? html`<div class="test-banner" role="note">You are viewing <st
   ${frame.notice ? html`<div class="notice" role="status">${frame.notice}</div>` : ''}
   ${frame.body}
 </main>
+${(frame.assets ?? []).map((a) =>
+  a.endsWith('.css')
+    ? html`<link rel="stylesheet" href="${base}/static/${a}?v=${ASSET_VERSION}">`
+    : html`<script src="${base}/static/${a}?v=${ASSET_VERSION}"></script>`,
+)}
 </body>
 </html>`;
 }

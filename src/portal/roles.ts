@@ -12,7 +12,9 @@ export type Permission =
   | 'team.view'
   | 'team.manage'
   | 'team.manage.owners'
-  | 'audit.view';
+  | 'audit.view'
+  | 'webhooks.manage.test'
+  | 'webhooks.manage.live';
 
 export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
   owner: [
@@ -23,6 +25,8 @@ export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
     'team.manage',
     'team.manage.owners',
     'audit.view',
+    'webhooks.manage.test',
+    'webhooks.manage.live',
   ],
   admin: [
     'keys.view',
@@ -31,8 +35,10 @@ export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
     'team.view',
     'team.manage',
     'audit.view',
+    'webhooks.manage.test',
+    'webhooks.manage.live',
   ],
-  developer: ['keys.view', 'keys.manage.test', 'team.view'],
+  developer: ['keys.view', 'keys.manage.test', 'team.view', 'webhooks.manage.test'],
   viewer: ['keys.view', 'team.view'],
 };
 
@@ -47,4 +53,9 @@ export function canManageKeys(role: MemberRole, environment: Environment): boole
 /** Whether `actor` may invite a member with `role`, or remove one who has it. */
 export function canManageRole(actor: MemberRole, role: MemberRole): boolean {
   return role === 'owner' ? can(actor, 'team.manage.owners') : can(actor, 'team.manage');
+}
+
+/** Webhooks follow the keys' rule: developers manage test destinations and secrets only. */
+export function canManageWebhooks(role: MemberRole, environment: Environment): boolean {
+  return can(role, environment === 'live' ? 'webhooks.manage.live' : 'webhooks.manage.test');
 }

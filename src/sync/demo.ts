@@ -40,9 +40,16 @@ export interface DemoEnvironmentCredentials {
   revoked_api_key: string;
   /** The secret this partner environment signs inbound webhooks with. */
   inbound_secret: string;
-  products: Record<(typeof PRODUCT_KEYS)[number], string>;
+  /**
+   * A product slug per status, and `launch`: the product the worker deploys on the first start
+   * (pending_deploy → active with `product.deployed`; priced on the underlying's estimate on its
+   * first day).
+   */
+  products: Record<(typeof PRODUCT_KEYS)[number] | 'launch', string>;
   /** Wallets holding a position in the `active` product. */
   wallets: string[];
+  /** Wallets holding a position in the `deprecated` product: exit-only, redeem allowed. */
+  deprecated_wallets: string[];
   /** The embed of the active product and a host page on another loopback origin (src/embed/demo.ts). */
   embed?: { url: string; host_example_url: string };
 }
@@ -135,11 +142,15 @@ export async function provisionDemo(options: {
             api_key: apiKey.key,
             revoked_api_key: revoked.key,
             inbound_secret: inbound.secret,
-            products: Object.fromEntries(PRODUCT_KEYS.map((k) => [k, products_[k].slug])) as Record<
-              (typeof PRODUCT_KEYS)[number],
-              string
-            >,
+            products: {
+              ...(Object.fromEntries(PRODUCT_KEYS.map((k) => [k, products_[k].slug])) as Record<
+                (typeof PRODUCT_KEYS)[number],
+                string
+              >),
+              launch: launchSlug(products_.pending_deploy),
+            },
             wallets: [...(deployment.engines[products_.active.slug]?.holders ?? [])],
+            deprecated_wallets: [...(deployment.engines[products_.deprecated.slug]?.holders ?? [])],
           };
           for (const key of PRODUCT_KEYS) {
             const p = partner.environments[env][key];

@@ -36,6 +36,7 @@ import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
+import { recordIndexerRound } from '../telemetry/metrics.ts';
 import { createLease, createLeasedJob } from '../worker/lease.ts';
 import type { Job } from '../worker/runner.ts';
 import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
@@ -302,6 +303,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       }
     }
     await pending?.catch(() => {});
+    recordIndexerRound(chainId, head, cursor.blockNumber, safe);
     if (round.events > 0 || round.logs > 0) {
       log.info(
         {

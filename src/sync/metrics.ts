@@ -41,6 +41,7 @@ import {
   type DayFlows,
   dailyAlerts,
 } from './metrics/compute.ts';
+import { estimateFromUnderlying, readUnderlyingEstimate } from './metrics/underlying-estimate.ts';
 
 export interface MetricsProcessorDeps {
   db: Database;
@@ -273,6 +274,32 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       const prevDay = addDays(day, -1);
       const prev = computed.get(prevDay) ?? plan.existing.get(prevDay) ?? null;
       const row = computeSnapshot(product.id, day, reads[i]!, flows.get(day)!, prev);
+      if (row.underlyingApy === null || row.netApyForUser === null) {
+        // No APY of the engine's own (its first day, or an empty engine): the launch-day
+        // estimate from the underlying's day (underlying-estimate.ts). With a previous row its
+        // underlying totals are at hand; on the first day the underlying is read at D−1's boundary.
+        const totalFeeBps = product.serviceFeeBps + product.partnerFeeBps;
+        const cur = {
+          totalAssets: row.underlyingTotalAssets,
+          totalSupply: row.underlyingTotalSupply,
+        };
+        const estimate = prev
+          ? estimateFromUnderlying(
+              { totalAssets: prev.underlyingTotalAssets, totalSupply: prev.underlyingTotalSupply },
+              cur,
+              totalFeeBps,
+            )
+          : await readUnderlyingEstimate(client, {
+              vault: product.underlyingVaultAddress,
+              day,
+              totalFeeBps,
+              hi: blockOf(day),
+              times,
+              curTotals: cur,
+            });
+        row.estimatedUnderlyingApy = estimate?.underlyingApy ?? null;
+        row.estimatedNetApy = estimate?.netApyForUser ?? null;
+      }
       computed.set(day, row);
       rows.push(row);
       if (daysBetween(day, today) <= alertWindowDays) {

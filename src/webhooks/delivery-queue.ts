@@ -29,6 +29,8 @@ export interface ClaimedDelivery {
   destinationId: string;
   url: string;
   secretCiphertext: string;
+  /** The secret before the last rotation, while its grace period lasts (it signs too). */
+  previousSecretCiphertext: string | null;
   /** When the event was committed (for latency figures). */
   eventCreatedAt: Date;
 }
@@ -42,6 +44,8 @@ export interface AttemptOutcome {
   error: string | null;
   /** For a failed attempt that is not the last: how long until the next one. */
   retryInMs: number;
+  /** How long the attempt took (the attempt log's latency). */
+  durationMs?: number;
 }
 
 interface ClaimRow {
@@ -53,6 +57,7 @@ interface ClaimRow {
   destination_id: string;
   url: string;
   secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
   event_created_at: Date;
 }
 
@@ -76,7 +81,10 @@ export function createDeliveryQueue(db: Queryable) {
          FROM due, events e, webhook_destinations w
          WHERE d.id = due.id AND e.id = d.event_id AND w.id = d.destination_id
          RETURNING d.id, d.attempts, d.event_id, e.event_type, e.payload, d.destination_id, w.url,
-                   w.secret_ciphertext, e.created_at AS event_created_at`,
+                   w.secret_ciphertext,
+                   CASE WHEN w.previous_secret_expires_at > now()
+                        THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
+                   e.created_at AS event_created_at`,
         [limit, leaseMs],
       );
       return rows.map((r) => ({
@@ -88,29 +96,68 @@ export function createDeliveryQueue(db: Queryable) {
         destinationId: r.destination_id,
         url: r.url,
         secretCiphertext: r.secret_ciphertext,
+        previousSecretCiphertext: r.previous_secret_ciphertext,
         eventCreatedAt: r.event_created_at,
       }));
     },
 
-    /** Records the outcomes of claimed attempts, in one statement. Returns how many applied. */
+    /**
+     * Records the outcomes of claimed attempts, in one statement: the delivery rows, the attempt
+     * log, and the destinations' health (`failing_since` set at a destination's first failure
+     * after a success, cleared by a success; written only on those transitions, so a healthy
+     * destination's row is not touched). Returns how many outcomes applied.
+     */
     async record(outcomes: readonly AttemptOutcome[]): Promise<number> {
       if (outcomes.length === 0) return 0;
-      const { rowCount } = await db.query(
-        `UPDATE webhook_deliveries d
-         SET status = CASE WHEN r.ok THEN 'delivered'
-                           WHEN d.attempts >= ${MAX_ATTEMPTS} THEN 'failed'
-                           ELSE 'pending' END,
-             next_attempt_at = CASE WHEN r.ok OR d.attempts >= ${MAX_ATTEMPTS} THEN now()
-                                    ELSE now() + r.retry_ms * interval '1 millisecond' END,
-             last_response_code = r.code,
-             last_response_body = r.body,
-             last_error = r.error,
-             delivered_at = CASE WHEN r.ok THEN now() END,
-             failed_at = CASE WHEN NOT r.ok AND d.attempts >= ${MAX_ATTEMPTS} THEN now() END,
-             updated_at = now()
-         FROM unnest($1::text[], $2::int[], $3::boolean[], $4::int[], $5::text[], $6::text[],
-                     $7::bigint[]) AS r(id, attempt, ok, code, body, error, retry_ms)
-         WHERE d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'`,
+      const { rows } = await db.query<{ applied: number }>(
+        `WITH r AS (
+           SELECT * FROM unnest($1::text[], $2::int[], $3::boolean[], $4::int[], $5::text[],
+                                $6::text[], $7::bigint[], $8::int[])
+             AS r(id, attempt, ok, code, body, error, retry_ms, duration_ms)
+         ),
+         updated AS (
+           UPDATE webhook_deliveries d
+           SET status = CASE WHEN r.ok THEN 'delivered'
+                             WHEN d.attempts >= ${MAX_ATTEMPTS} THEN 'failed'
+                             ELSE 'pending' END,
+               next_attempt_at = CASE WHEN r.ok OR d.attempts >= ${MAX_ATTEMPTS} THEN now()
+                                      ELSE now() + r.retry_ms * interval '1 millisecond' END,
+               last_response_code = r.code,
+               last_response_body = r.body,
+               last_error = r.error,
+               delivered_at = CASE WHEN r.ok THEN now() END,
+               failed_at = CASE WHEN NOT r.ok AND d.attempts >= ${MAX_ATTEMPTS} THEN now() END,
+               updated_at = now()
+           FROM r
+           WHERE d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+           RETURNING d.id, d.destination_id, d.last_attempt_at, r.attempt, r.ok, r.code, r.body,
+                     r.error, r.duration_ms
+         ),
+         logged AS (
+           INSERT INTO webhook_delivery_attempts
+             (delivery_id, attempt, destination_id, attempted_at, ok, status_code, duration_ms,
+              response_body, error)
+           SELECT id, attempt, destination_id, coalesce(last_attempt_at, now()), ok, code,
+                  duration_ms, body, error
+           FROM updated
+           ON CONFLICT DO NOTHING
+         ),
+         health AS (
+           SELECT destination_id, bool_or(ok) AS any_ok FROM updated GROUP BY destination_id
+         ),
+         recovered AS (
+           -- A disabled destination keeps its failing_since (the re-enable replays from it).
+           UPDATE webhook_destinations w SET failing_since = NULL
+           FROM health h
+           WHERE w.id = h.destination_id AND h.any_ok AND w.failing_since IS NOT NULL
+             AND w.disabled_at IS NULL
+         ),
+         failing AS (
+           UPDATE webhook_destinations w SET failing_since = now()
+           FROM health h
+           WHERE w.id = h.destination_id AND NOT h.any_ok AND w.failing_since IS NULL
+         )
+         SELECT count(*)::int AS applied FROM updated`,
         [
           outcomes.map((o) => o.id),
           outcomes.map((o) => o.attempt),
@@ -119,9 +166,10 @@ export function createDeliveryQueue(db: Queryable) {
           outcomes.map((o) => o.bodyExcerpt),
           outcomes.map((o) => o.error),
           outcomes.map((o) => Math.max(0, Math.round(o.retryInMs))),
+          outcomes.map((o) => Math.max(0, Math.round(o.durationMs ?? 0))),
         ],
       );
-      return rowCount;
+      return rows[0]?.applied ?? 0;
     },
 
     /**

@@ -10,6 +10,8 @@
  */
 import type { Queryable } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
+import { deliveryAttempts, deliveryDuration } from '../telemetry/metrics.ts';
+import { isRetryable } from '../worker/errors.ts';
 import type { Job } from '../worker/runner.ts';
 import {
   type AttemptOutcome,
@@ -19,7 +21,7 @@ import {
 } from './delivery-queue.ts';
 import type { SecretBox } from './secret-box.ts';
 import type { Sender, SendResult } from './sender.ts';
-import { signPayload } from './signature.ts';
+import { type SigningSecret, signDelivery, signingSecret } from './signature.ts';
 
 export interface DispatcherOptions {
   db: Queryable;
@@ -39,6 +41,13 @@ export interface DispatcherOptions {
   concurrency?: number;
   /** How often an idle dispatcher looks for due deliveries. */
   pollMs?: number;
+  /**
+   * Sign with the Standard Webhooks scheme too (default). false: `X-Service-Signature` only, the
+   * benchmark's baseline of what signing cost before.
+   */
+  standardSignatures?: boolean;
+  /** The clock of `webhook-timestamp`, in milliseconds (tests). */
+  now?: () => number;
   /** Called after each recorded outcome (tests and the benchmark observe deliveries with it). */
   onOutcome?: (delivery: ClaimedDelivery, result: SendResult) => void;
 }
@@ -69,14 +78,36 @@ export function createDispatcher(options: DispatcherOptions) {
   const concurrency = options.concurrency ?? 128;
   const pollMs = options.pollMs ?? 50;
 
-  // Decrypted signing secrets by destination, re-decrypted when the ciphertext changes (rotation).
-  const secrets = new Map<string, { ciphertext: string; secret: string }>();
-  const secretOf = (d: ClaimedDelivery) => {
-    const cached = secrets.get(d.destinationId);
-    if (cached?.ciphertext === d.secretCiphertext) return cached.secret;
-    const secret = secretBox.decrypt(d.secretCiphertext, `webhook_destination:${d.destinationId}`);
-    secrets.set(d.destinationId, { ciphertext: d.secretCiphertext, secret });
-    return secret;
+  const standard = options.standardSignatures ?? true;
+  const now = options.now ?? Date.now;
+
+  // Decrypted signing secrets by ciphertext (a rotation brings a new ciphertext; the previous one
+  // stays cached while it still signs). Bounded: cleared when it grows past what any run needs.
+  const secrets = new Map<string, SigningSecret>();
+  const decrypt = (destinationId: string, ciphertext: string): SigningSecret => {
+    let s = secrets.get(ciphertext);
+    if (!s) {
+      if (secrets.size >= 10_000) secrets.clear();
+      s = signingSecret(secretBox.decrypt(ciphertext, `webhook_destination:${destinationId}`));
+      secrets.set(ciphertext, s);
+    }
+    return s;
+  };
+  const sign = (d: ClaimedDelivery) => {
+    const current = decrypt(d.destinationId, d.secretCiphertext);
+    const valid: [SigningSecret, ...SigningSecret[]] =
+      d.previousSecretCiphertext === null
+        ? [current]
+        : [current, decrypt(d.destinationId, d.previousSecretCiphertext)];
+    const timestamp = Math.floor(now() / 1000);
+    const signed = signDelivery(valid, d.eventId, timestamp, d.payload, standard);
+    return {
+      signature: signed.serviceSignature,
+      eventId: d.eventId,
+      ...(signed.webhookSignature === undefined
+        ? {}
+        : { webhookTimestamp: timestamp, webhookSignature: signed.webhookSignature }),
+    };
   };
 
   let stopped = false;
@@ -109,6 +140,7 @@ export function createDispatcher(options: DispatcherOptions) {
     bodyExcerpt: r.bodyExcerpt,
     error: r.error,
     retryInMs: r.ok || d.attempt >= MAX_ATTEMPTS ? 0 : retryDelay(d.attempt, delays, jitter),
+    durationMs: r.durationMs,
   });
 
   const deliver = async (d: ClaimedDelivery) => {
@@ -118,7 +150,7 @@ export function createDispatcher(options: DispatcherOptions) {
         url: d.url,
         eventType: d.eventType,
         body: d.payload,
-        signature: signPayload(secretOf(d), d.payload),
+        ...sign(d),
       });
     } catch (err) {
       // The sender never throws; a secret that does not decrypt does. Count it as a failure.
@@ -130,6 +162,11 @@ export function createDispatcher(options: DispatcherOptions) {
         durationMs: 0,
       };
     }
+    deliveryAttempts.inc({
+      destination: d.destinationId,
+      outcome: result.ok ? 'delivered' : d.attempt >= MAX_ATTEMPTS ? 'failed' : 'retrying',
+    });
+    deliveryDuration.observe({ destination: d.destinationId }, result.durationMs / 1000);
     outcomes.push({ delivery: d, outcome: outcomeOf(d, result), result });
     inFlight--;
     nudge();
@@ -193,7 +230,8 @@ export function createDispatcher(options: DispatcherOptions) {
         }
       } catch (err) {
         if (stopped) break;
-        logger.error({ err }, 'webhook dispatcher tick failed');
+        // A dropped database connection is retried after the pause: a warning, not an error.
+        logger[isRetryable(err) ? 'warn' : 'error']({ err }, 'webhook dispatcher tick failed');
         await sleep(Math.max(pollMs, 1_000));
       }
     }

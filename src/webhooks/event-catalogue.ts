@@ -153,6 +153,21 @@ const ProductDeployed = Type.Object(
   strict('Payload of `product.deployed`.'),
 );
 
+const Ping = Type.Object(
+  {
+    destination_id: Type.String({
+      pattern: '^whk_[0-9A-Za-z]+$',
+      description: 'The destination the test event was sent to.',
+    }),
+    sent_at: Type.String({
+      format: 'date-time',
+      pattern: UTC_DATE_TIME_PATTERN,
+      description: 'When the test event was requested, ISO 8601 UTC with `Z`.',
+    }),
+  },
+  strict('Payload of `ping`.'),
+);
+
 export interface OutboundEventDefinition<S extends TSchema = TSchema> {
   schema: S;
   /** One sentence: when the event is sent. */
@@ -161,6 +176,11 @@ export interface OutboundEventDefinition<S extends TSchema = TSchema> {
   dedupeKey: string;
   /** A payload as sent (valid against `schema`; the catalogue test checks it). */
   example: Static<S>;
+  /**
+   * A test event: sent to one destination on request (the portal's "send a test event", `webhook
+   * ping`), whatever its subscription, never fanned out; not offered to `--events`.
+   */
+  test?: true;
 }
 
 const define = <S extends TSchema>(d: OutboundEventDefinition<S>) => d;
@@ -269,6 +289,14 @@ export const OUTBOUND_EVENTS = {
       occurred_at: '2026-03-01T09:30:00.000Z',
     },
   }),
+  ping: define({
+    schema: Ping,
+    description:
+      'A test event, sent on request to one destination only (whatever event types it subscribes to) to check that it receives and verifies deliveries. Carries no business data; answer `2xx`.',
+    dedupeKey: '(event_type, event id): every request sends a new one',
+    example: { destination_id: 'whk_7Xq2mZp9LwV4kR8sT3nB1c', sent_at: '2026-03-01T12:00:00.000Z' },
+    test: true,
+  }),
 } as const;
 
 export type OutboundEventType = keyof typeof OUTBOUND_EVENTS;
@@ -276,6 +304,10 @@ export type OutboundPayload<T extends OutboundEventType> = Static<
   (typeof OUTBOUND_EVENTS)[T]['schema']
 >;
 export const OUTBOUND_EVENT_TYPES = Object.keys(OUTBOUND_EVENTS) as OutboundEventType[];
+/** The types a destination can subscribe to (`--events`): every type but test events. */
+export const SUBSCRIBABLE_EVENT_TYPES = OUTBOUND_EVENT_TYPES.filter(
+  (t) => !(OUTBOUND_EVENTS[t] as OutboundEventDefinition).test,
+);
 
 export function isOutboundEventType(value: string): value is OutboundEventType {
   return Object.hasOwn(OUTBOUND_EVENTS, value);
@@ -348,8 +380,39 @@ const DELIVERY_HEADERS: NonNullable<OpenAPIV3_2.PathItemObject['parameters']> = 
     in: 'header',
     required: true,
     description:
-      'Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time.',
+      'Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period).',
     schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  },
+  {
+    name: 'X-Service-Event-Id',
+    in: 'header',
+    required: true,
+    description:
+      'The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: 'Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`).',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description:
+      'Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays.',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description:
+      'Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library.',
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+=*( v1,[A-Za-z0-9+/]+=*)*$' },
   },
 ];
 

@@ -116,7 +116,15 @@ export function createSecretBox(masterKey: Buffer): SecretBox {
   };
 }
 
-/** A new signing secret: `whsec_` and 32 random bytes, base64url. */
+/**
+ * A new outbound destination secret: `whsec_` and 32 random bytes in standard base64 (with its
+ * `=`), the form Standard Webhooks libraries decode into their HMAC key.
+ */
+export function generateDestinationSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** A new inbound signing secret: `whsec_` and 32 random bytes, base64url. */
 export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }

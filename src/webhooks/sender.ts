@@ -24,7 +24,15 @@ export interface SendRequest {
   url: string;
   eventType: string;
   body: string;
+  /** `X-Service-Signature`. */
   signature: string;
+  /**
+   * The stable event id (`X-Service-Event-Id` and `webhook-id`) and the Standard Webhooks
+   * `webhook-timestamp` / `webhook-signature`; the headers are sent when given.
+   */
+  eventId?: string;
+  webhookTimestamp?: number;
+  webhookSignature?: string;
 }
 
 export interface SendResult {
@@ -226,6 +234,15 @@ export function createSender(options: SenderOptions): Sender {
           'content-type': 'application/json',
           'x-service-event': req.eventType,
           'x-service-signature': req.signature,
+          ...(req.eventId === undefined
+            ? {}
+            : { 'x-service-event-id': req.eventId, 'webhook-id': req.eventId }),
+          ...(req.webhookSignature === undefined || req.webhookTimestamp === undefined
+            ? {}
+            : {
+                'webhook-timestamp': String(req.webhookTimestamp),
+                'webhook-signature': req.webhookSignature,
+              }),
           'user-agent': userAgent,
         },
         body: req.body,

@@ -1,7 +1,7 @@
 /**
  * Every job of the worker role, assembled here and nowhere else. Per chain: the product lifecycle,
- * the log indexer and the daily metrics processor; once per process: the webhook dispatcher and
- * the inbound linker. The lifecycle and the indexer hold a lease per chain (`lifecycle:<id>`,
+ * the log indexer and the daily metrics processor; once per process: the webhook dispatcher, the
+ * webhook maintenance (endpoint health, retention) and the inbound linker. The lifecycle and the indexer hold a lease per chain (`lifecycle:<id>`,
  * `indexer:<id>`), the processor's writes are idempotent (one row per product and day) and the
  * dispatcher claims each attempt under its own lease, so several worker processes can run the
  * same list.
@@ -14,6 +14,7 @@ import { createLifecycle, defaultHolder } from '../sync/lifecycle.ts';
 import { createMetricsProcessor } from '../sync/metrics.ts';
 import { createDispatcher } from '../webhooks/dispatcher.ts';
 import { createInboundLinker } from '../webhooks/inbound-linker.ts';
+import { createWebhookMaintenance, type MaintenanceSettings } from '../webhooks/maintenance.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import type { Sender } from '../webhooks/sender.ts';
 import type { Job } from './runner.ts';
@@ -39,22 +40,45 @@ export function buildWorkerJobs(options: {
   logger: Logger;
   runtime: Pick<ChainRuntime, 'chains' | 'clients'>;
   /** Outbound webhooks: how they are sent and how their destinations' secrets are opened. */
-  webhooks: { sender: Sender; secretBox: SecretBox };
+  webhooks: { sender: Sender; secretBox: SecretBox; maintenance?: Partial<MaintenanceSettings> };
   holder?: string;
   intervals?: Partial<WorkerJobIntervals>;
+  /**
+   * How long a dead worker's leases hold: the lifecycle's and the indexer's per chain, and a
+   * claimed delivery attempt's. The defaults are the service's; fault tests that kill workers
+   * shorten them so a restart takes over in seconds.
+   */
+  leases?: { lifecycleTtlMs?: number; indexerTtlMs?: number; deliveryMs?: number };
 }): Job[] {
   const { db, logger, runtime } = options;
   const holder = options.holder ?? defaultHolder();
   const intervals = { ...DEFAULT_INTERVALS, ...options.intervals };
+  const leases = options.leases ?? {};
   const jobs: Job[] = [];
   for (const chain of runtime.chains) {
     const client = runtime.clients.get(chain.chainId);
     if (!client) throw new Error(`no client for chain ${chain.chainId}`);
-    jobs.push(createLifecycle({ db, logger, chain, client, holder }).job(intervals.lifecycleMs));
-    jobs.push(createIndexer({ db, logger, chain, client, holder }).job(intervals.indexerMs));
+    jobs.push(
+      createLifecycle({ db, logger, chain, client, holder, leaseTtlMs: leases.lifecycleTtlMs }).job(
+        intervals.lifecycleMs,
+      ),
+    );
+    jobs.push(
+      createIndexer({ db, logger, chain, client, holder, leaseTtlMs: leases.indexerTtlMs }).job(
+        intervals.indexerMs,
+      ),
+    );
     jobs.push(createMetricsProcessor({ db, logger, chain, client }).job(intervals.metricsMs));
   }
-  jobs.push(createDispatcher({ db, logger, ...options.webhooks }).job());
+  const { maintenance, ...sending } = options.webhooks;
+  jobs.push(createDispatcher({ db, logger, ...sending, leaseMs: leases.deliveryMs }).job());
+  jobs.push(
+    createWebhookMaintenance({
+      db,
+      logger,
+      ...(maintenance ? { settings: maintenance } : {}),
+    }).job(),
+  );
   jobs.push(createInboundLinker({ db, logger }).job());
   return jobs;
 }

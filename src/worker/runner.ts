@@ -3,6 +3,7 @@
  * every job to stop taking new work and waits until its in-flight work has finished.
  */
 import type { Logger } from '../logger.ts';
+import { jobTickFailures } from '../telemetry/metrics.ts';
 import { isRetryable } from './errors.ts';
 
 export interface Job {
@@ -75,6 +76,7 @@ export function createPeriodicJob(options: {
         delay = retryable
           ? backoffDelay(options.intervalMs, failures, options.backoff)
           : backoffDelay(options.intervalMs, Number.POSITIVE_INFINITY, options.backoff);
+        jobTickFailures.inc({ job: options.name, retryable: String(retryable) });
         const fields = { err, job: options.name, retryable, failures, retryInMs: delay };
         if (retryable) options.logger.warn(fields, 'job tick failed');
         else options.logger.error(fields, 'job tick failed');

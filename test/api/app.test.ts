@@ -45,7 +45,7 @@ describe('HTTP basics', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       success: true,
-      data: { status: 'ready', database: 'ok', redis: 'not_configured' },
+      data: { status: 'ready', database: 'ok', redis: 'not_configured', chains: 'not_configured' },
     });
   });
 
@@ -217,6 +217,46 @@ describe('readiness when the database is gone', () => {
     await app.close();
     contract.assertClean();
     expect(contract.checked()).toBe(1);
+  });
+});
+
+describe('readiness and the chain runtime', () => {
+  it('answers 503 naming the chain runtime until it is up, then 200; 503 if it failed', async () => {
+    const t = await freshDatabase('pglite');
+    let provide: (chains: []) => void = () => {};
+    const chains = new Promise<[]>((resolve) => {
+      provide = resolve;
+    });
+    const app = await buildApp({ db: t.db, logger: captureLogger().logger, chains });
+    const contract = attachContractCheck(app);
+    const starting = await app.inject({ method: 'GET', url: '/ready' });
+    expect(starting.statusCode).toBe(503);
+    expect(starting.json()).toEqual({
+      success: false,
+      code: 'service_unavailable',
+      message: 'The chain runtime is starting.',
+    });
+    expect(starting.headers['x-request-id']).toMatch(/^req_/);
+    provide([]);
+    await chains;
+    const up = await app.inject({ method: 'GET', url: '/ready' });
+    expect(up.statusCode).toBe(200);
+    expect(up.json().data).toMatchObject({ status: 'ready', chains: 'ok' });
+    await app.close();
+
+    const failing = Promise.reject(new Error('anvil did not start'));
+    failing.catch(() => {}); // handled by the app below; not an unhandled rejection meanwhile
+    const broken = await buildApp({ db: t.db, logger: captureLogger().logger, chains: failing });
+    const brokenContract = attachContractCheck(broken);
+    await failing.catch(() => {});
+    await new Promise((r) => setImmediate(r)); // the app's own handler has run
+    const failed = await broken.inject({ method: 'GET', url: '/ready' });
+    expect(failed.statusCode).toBe(503);
+    expect(failed.json().message).toBe('The chain runtime failed to start.');
+    await broken.close();
+    contract.assertClean();
+    brokenContract.assertClean();
+    await t.drop();
   });
 });
 

@@ -266,7 +266,11 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
       ]) {
         expect(text, code).toContain(`"${code}"`);
       }
-      expect(op.responses['200'].content['application/json'].schema.properties).toEqual({
+      // The acknowledgement is the named component InboundAck.
+      expect(op.responses['200'].content['application/json'].schema).toEqual({
+        $ref: '#/components/schemas/InboundAck',
+      });
+      expect(doc.components.schemas.InboundAck.properties).toEqual({
         success: expect.anything(),
         event_id: expect.objectContaining({ type: 'integer' }),
         duplicate: expect.objectContaining({ type: 'boolean' }),

@@ -18,6 +18,7 @@ import { createRedis } from '../../src/redis.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
+import { deadPort } from '../helpers/net.ts';
 import { testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
 
 /** A route used only by this test: it echoes who the scope says the caller is. */
@@ -42,7 +43,10 @@ const whoami: FastifyPluginAsync = async (app) => {
 const contracts: ContractCheck[] = [];
 const TEST_ONLY = /^GET \/api\/partner\/_whoami(\?\S*)? → (200|400): status \2 is not documented$/;
 
-async function setup(t: TestDatabase, opts: { windowMs?: number; redisPrefix?: string } = {}) {
+async function setup(
+  t: TestDatabase,
+  opts: { windowMs?: number; redisPrefix?: string; clock?: () => number } = {},
+) {
   const redis =
     opts.redisPrefix && testRedisUrl()
       ? createRedis(testRedisUrl()!, { keyPrefix: opts.redisPrefix })
@@ -54,6 +58,7 @@ async function setup(t: TestDatabase, opts: { windowMs?: number; redisPrefix?: s
     redis,
     routes: [whoami],
     ...(opts.windowMs ? { windowMs: opts.windowMs } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
   });
   await app.ready();
   return { app, redis };
@@ -127,56 +132,150 @@ describe('partner scope', () => {
   });
 
   it('exhausts a sandbox budget at exactly 100, answers 429 with Retry-After, and resets', async () => {
-    // The window is long enough that 100 requests fit well inside it even on a loaded machine.
-    const { app } = await setup(t, { windowMs: 4000 });
+    // The window's clock is the test's: it ends when the test moves the clock past it, however
+    // long the 100 requests take on a loaded machine.
+    let now = 1_000_000;
+    const { app } = await setup(t, { windowMs: 60_000, clock: () => now });
     for (let i = 1; i <= RATE_LIMITS.test; i++) {
       const ok = await app.inject({
         url: '/api/partner/_whoami',
         headers: { 'x-api-key': sandbox },
       });
       expect(ok.statusCode, `request ${i}`).toBe(200);
+      expect(ok.headers['ratelimit-remaining']).toBe(String(RATE_LIMITS.test - i));
     }
+    now += 59_000; // one second of the window left
     const over = await app.inject({
       url: '/api/partner/_whoami',
       headers: { 'x-api-key': sandbox },
     });
     expect(over.statusCode).toBe(429);
     expect(over.json()).toMatchObject({ success: false, code: 'rate_limited' });
-    expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(over.headers['retry-after']).toBe('1');
     expect(over.headers['ratelimit-remaining']).toBe('0');
     // Another key of the same partner has its own budget.
     const other = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': live } });
     expect(other.statusCode).toBe(200);
-    await new Promise((r) => setTimeout(r, Number(over.headers['retry-after']) * 1000 + 100));
+    now += 999; // 1 ms before the window ends: still refused
+    const last = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': sandbox },
+    });
+    expect(last.statusCode).toBe(429);
+    now += 1; // the window has ended
     const after = await app.inject({
       url: '/api/partner/_whoami',
       headers: { 'x-api-key': sandbox },
     });
     expect(after.statusCode).toBe(200);
+    expect(after.headers['ratelimit-remaining']).toBe(String(RATE_LIMITS.test - 1));
     await app.close();
   });
 
-  it('limits repeated failed authentication per client address', async () => {
-    const { app } = await setup(t, { windowMs: 60_000 });
+  it('limits repeated failed authentication per client address, never a valid key', async () => {
+    let now = 5_000_000;
+    const { app } = await setup(t, { windowMs: 60_000, clock: () => now });
     for (let i = 0; i < FAILED_AUTH_LIMIT; i++) {
       const r = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': 'nope' } });
       expect(r.statusCode).toBe(401);
     }
     const blocked = await app.inject({
       url: '/api/partner/_whoami',
-      headers: { 'x-api-key': live },
+      headers: { 'x-api-key': 'nope' },
     });
     expect(blocked.statusCode).toBe(429);
     expect(blocked.json().code).toBe('rate_limited');
-    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    expect(blocked.headers['retry-after']).toBe('60');
+    // A missing key is a failed attempt too.
+    const missing = await app.inject({ url: '/api/partner/_whoami' });
+    expect(missing.statusCode).toBe(429);
+    // A valid key from the same address is served: partners behind one egress address must not
+    // lock each other out.
+    const valid = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': live } });
+    expect(valid.statusCode).toBe(200);
     // Another address is unaffected.
     const elsewhere = await app.inject({
       url: '/api/partner/_whoami',
-      headers: { 'x-api-key': live },
+      headers: { 'x-api-key': 'nope' },
       remoteAddress: '127.0.0.9',
     });
-    expect(elsewhere.statusCode).toBe(200);
+    expect(elsewhere.statusCode).toBe(401);
+    // The window ends: failures answer 401 again.
+    now += 60_000;
+    const again = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': 'nope' },
+    });
+    expect(again.statusCode).toBe(401);
     await app.close();
+  });
+
+  /** 200 bad-key requests at once, spread over the apps: exactly the limit answer 401. */
+  const concurrentFailures = async (apps: Array<Awaited<ReturnType<typeof setup>>['app']>) => {
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        apps[i % apps.length]!.inject({
+          url: '/api/partner/_whoami',
+          headers: { 'x-api-key': `svc_live_${String(i).padStart(43, 'B')}` },
+          remoteAddress: '198.51.100.7',
+        }),
+      ),
+    );
+    const statuses = results.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(FAILED_AUTH_LIMIT);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(200 - FAILED_AUTH_LIMIT);
+    // With the limit reached, a valid key from that address still gets through.
+    const valid = await apps[0]!.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': live },
+      remoteAddress: '198.51.100.7',
+    });
+    expect(valid.statusCode).toBe(200);
+  };
+
+  it('counts 200 concurrent failed attempts atomically in memory', async () => {
+    const { app } = await setup(t, { windowMs: 60_000 });
+    await concurrentFailures([app]);
+    await app.close();
+  });
+
+  it.runIf(testRedisUrl())(
+    'counts 200 concurrent failed attempts atomically in Redis, across two API processes',
+    async () => {
+      const prefix = uniqueRedisPrefix();
+      const a = await setup(t, { redisPrefix: prefix, windowMs: 60_000 });
+      const b = await setup(t, { redisPrefix: prefix, windowMs: 60_000 });
+      await concurrentFailures([a.app, b.app]);
+      for (const x of [a, b]) {
+        await x.app.close();
+        await x.redis?.quit();
+      }
+    },
+  );
+
+  it('with Redis down, a bad key still answers 401 and a valid key 200, never a 500', async () => {
+    // A real outage: a loopback port with nothing listening.
+    const redis = createRedis(`redis://127.0.0.1:${await deadPort()}`);
+    redis.on('error', () => {}); // connection refusals are the point of this test
+    const logs = captureLogger();
+    const app = await buildApp({ db: t.db, logger: logs.logger });
+    contracts.push(attachContractCheck(app));
+    await app.register(partnerScope, {
+      keys: createApiKeysRepo(t.db),
+      redis,
+      routes: [whoami],
+    });
+    await app.ready();
+    const bad = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': 'nope' } });
+    expect(bad.statusCode).toBe(401);
+    expect(bad.json().code).toBe('invalid_api_key');
+    expect(logs.lines().some((l) => l.includes('failed-authentication count unavailable'))).toBe(
+      true,
+    );
+    const good = await app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': live } });
+    expect(good.statusCode).toBe(200);
+    await app.close();
+    redis.disconnect();
   });
 
   it('never counts the liveness probe and never asks it for a key', async () => {

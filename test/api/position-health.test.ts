@@ -6,10 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { erc4626Abi, getAddress, formatUnits as viemFormatUnits } from 'viem';
+import { encodeFunctionData, erc4626Abi, getAddress, formatUnits as viemFormatUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
 import { type ChainClient, createChainClient } from '../../src/chain/client.ts';
+import { yieldEngineAbi } from '../../src/chain/generated/index.ts';
 import { ensureLocalChain, type LocalChain } from '../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
@@ -176,6 +177,39 @@ describe('position and health on a local chain', () => {
     expect(res.json().data).toMatchObject({ is_paused: false, underlying_ok: true, notes: '' });
     expect(BigInt(res.json().data.last_block)).toBeLessThanOrEqual(head);
     expect(res.headers['cache-control']).toBe('private, max-age=60');
+  });
+
+  it('announces a scheduled fee increase in the notes; the fee fields keep the fees in force', async () => {
+    const slug = 'acme-live-usdc-core';
+    const before = (await get(`/api/partner/products/${slug}`)).json().data;
+    const deployer = chain.deployment.deployer;
+    const rpc = (method: string, params: unknown[]) => client.request({ method, params } as never);
+    const send = async (data: `0x${string}`) => {
+      const hash = (await rpc('eth_sendTransaction', [
+        { from: deployer, to: engine(slug).address, data },
+      ])) as `0x${string}`;
+      await client.waitForTransactionReceipt({ hash });
+    };
+    await send(
+      encodeFunctionData({
+        abi: yieldEngineAbi,
+        functionName: 'setFees',
+        args: [before.service_fee_bps, before.partner_fee_bps + 100],
+      }),
+    );
+    try {
+      const { timestamp } = await client.getBlock();
+      const at = new Date(Number(timestamp + 7n * 86_400n) * 1000).toISOString();
+      const health = (await get(`/api/partner/products/${slug}/health`)).json().data;
+      expect(health.notes).toBe(
+        `Fee change scheduled: service ${before.service_fee_bps} bps, partner ${before.partner_fee_bps + 100} bps, may apply from ${at.replace('.000Z', 'Z')}; the fees in force apply until then.`,
+      );
+      const after = (await get(`/api/partner/products/${slug}`)).json().data;
+      expect(after.partner_fee_bps).toBe(before.partner_fee_bps);
+    } finally {
+      await send(encodeFunctionData({ abi: yieldEngineAbi, functionName: 'cancelFeeChange' }));
+    }
+    expect((await get(`/api/partner/products/${slug}/health`)).json().data.notes).toBe('');
   });
 
   it('answers chain_not_supported for a product on a non-EVM chain', async () => {

@@ -11,11 +11,16 @@ import { createProductsRepo, type Product } from '../../src/db/products.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
+import { waitFor } from '../helpers/process.ts';
 import { insertSnapshots } from '../helpers/snapshots.ts';
 
 const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
 const POLL_MS = 50;
-const settle = () => new Promise((r) => setTimeout(r, POLL_MS * 4));
+/**
+ * Awaits what a poll brings, instead of sleeping a few intervals: on a loaded machine a timer can
+ * fire late, and then a fixed sleep fails while the cache is right.
+ */
+const BY_THE_POLL_MS = 10_000;
 
 describe.each(storageEngines())('read cache on %s', (engine) => {
   let t: TestDatabase;
@@ -69,7 +74,6 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
       await app.ready();
       apps.push(app);
     }
-    await settle();
   });
   afterAll(async () => {
     for (const app of apps) await app.close();
@@ -79,7 +83,6 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
   const get = (i: number, url: string) => apps[i]!.inject({ url, headers: { 'x-api-key': key } });
 
   it('serves repeated reads from memory: no query reaches the database', async () => {
-    await get(0, '/api/partner/products'); // warm
     const query = t.db.query.bind(t.db);
     let queries = 0;
     t.db.query = ((sql: string, params?: readonly unknown[]) => {
@@ -87,6 +90,17 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
       return query(sql, params);
     }) as typeof t.db.query;
     try {
+      // Warm, once the first poll has read the version (nothing is cached before it answers).
+      await waitFor(
+        async () => {
+          await get(0, '/api/partner/products');
+          queries = 0;
+          await get(0, '/api/partner/products');
+          return queries === 0 || undefined;
+        },
+        BY_THE_POLL_MS,
+        'a read served from the cache',
+      );
       for (let i = 0; i < 20; i++)
         expect((await get(0, '/api/partner/products')).statusCode).toBe(200);
       expect(queries).toBe(0);
@@ -100,9 +114,14 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
       expect((await get(i, '/api/partner/products/core')).json().data.status).toBe('active');
     }
     await createProductsRepo(t.db).setPauseReasons(product.id, { operatorPaused: true });
-    await settle();
     for (const i of [0, 1]) {
-      expect((await get(i, '/api/partner/products/core')).json().data.status).toBe('paused');
+      const status = async () => (await get(i, '/api/partner/products/core')).json().data.status;
+      await waitFor(
+        async () => (await status()) === 'paused' || undefined,
+        BY_THE_POLL_MS,
+        'paused',
+      );
+      expect(await status()).toBe('paused');
     }
     await createProductsRepo(t.db).setPauseReasons(product.id, { operatorPaused: false });
   });
@@ -110,10 +129,17 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
   it('a new snapshot reaches latest_metrics and apy-history', async () => {
     expect((await get(1, '/api/partner/products/core')).json().data.latest_metrics).toBeNull();
     await insertSnapshots(t.db, product.id, [
-      { date: '2026-01-01', totalAssets: 1_000_000n, underlyingApy: null, netApy: null },
+      {
+        date: '2026-01-01',
+        totalAssets: 1_000_000n,
+        underlyingApy: '0.050000',
+        netApy: '0.040000',
+      },
     ]);
-    await settle();
-    expect((await get(1, '/api/partner/products/core')).json().data.latest_metrics).toMatchObject({
+    const latest = async () =>
+      (await get(1, '/api/partner/products/core')).json().data.latest_metrics;
+    await waitFor(async () => (await latest()) ?? undefined, BY_THE_POLL_MS, 'latest_metrics');
+    expect(await latest()).toMatchObject({
       as_of_date: '2026-01-01',
       engine_total_assets: '1',
     });
@@ -122,9 +148,14 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
   it('a revoked key stops working in every process within the poll interval', async () => {
     for (const i of [0, 1]) expect((await get(i, '/api/partner/products')).statusCode).toBe(200);
     await createApiKeysRepo(t.db).revoke(keyId);
-    await settle();
     for (const i of [0, 1]) {
-      expect((await get(i, '/api/partner/products')).json().code).toBe('revoked_api_key');
+      const code = async () => (await get(i, '/api/partner/products')).json().code;
+      await waitFor(
+        async () => (await code()) === 'revoked_api_key' || undefined,
+        BY_THE_POLL_MS,
+        'the revocation',
+      );
+      expect(await code()).toBe('revoked_api_key');
     }
   });
 

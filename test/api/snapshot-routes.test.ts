@@ -165,6 +165,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
           engine_total_assets: '1000297', // 1e12 + 198 × 1.5e6 base units (199 rows: 06-20 is missing)
           underlying_apy: expect.stringMatching(/^0\.0\d{5}$/),
           net_apy_for_user: expect.stringMatching(/^-?0\.0\d{5}$/),
+          apy_basis: 'engine',
         },
       });
       expect(data.find((p) => p.slug === 'next')).toMatchObject({
@@ -360,6 +361,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         annual_yield: annual.toFixed(),
         monthly_yield: monthly.toFixed(),
         net_apy_for_user: '0.045000',
+        apy_basis: 'engine',
       });
     });
 

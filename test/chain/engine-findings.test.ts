@@ -330,3 +330,62 @@ describe('finding 3: a claim is settled by exactly its own underlying request', 
     expect(bobShares).toBeGreaterThan(0n);
   });
 });
+
+describe('found by the property fuzz (engine-fuzz.test.ts)', () => {
+  it('dust worth less than one underlying share exits an asynchronous engine: claimable at once, paying nothing', async () => {
+    const engine = await newEngine(fx, fx.asyncVault);
+    const r = engineReader(fx, engine);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1_000n * USD, alice] });
+    await warp(fx, 86_400); // the underlying share is now worth more than one base unit
+    // Bob holds shares worth less than one underlying share (as a fee remainder can be).
+    await send(
+      fx,
+      alice,
+      engine,
+      encodeFunctionData({ abi: yieldEngineAbi, functionName: 'transfer', args: [bob, 500_000n] }),
+    );
+    // Before the fix requestRedeem reverted (ZeroShares) and maxRedeem was 0: no exit at all.
+    const { preview: requestId } = await engineWrite(fx, engine, bob, {
+      fn: 'requestRedeem',
+      args: [500_000n, bob, bob],
+    });
+    expect(await r.balanceOf(bob)).toBe(0n);
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'claimableRedeemRequest',
+        args: [requestId, bob],
+      }),
+    ).toBe(500_000n);
+    const { receipt } = await engineWrite(fx, engine, bob, {
+      fn: 'claimRedeem',
+      args: [requestId, bob],
+    });
+    const withdraw = engineEvents(receipt, engine).find((e) => e.eventName === 'Withdraw');
+    if (withdraw?.eventName !== 'Withdraw') throw new Error('no Withdraw');
+    expect(withdraw.args).toMatchObject({ assets: 0n, shares: 500_000n });
+    expect(await r.get('pendingUnderlyingShares')).toBe(0n);
+  });
+
+  it('an accrual leaves nothing to accrue in its block, so a preview read before a call holds', async () => {
+    // Before the fix the fee was charged on a gain computed from a rounded-down price, and the
+    // gain left above the new mark could still carry a fee of one base unit: a deposit or a
+    // withdraw then priced differently from its preview (and withdraw(maxWithdraw) reverted).
+    const engine = await newEngine(fx, fx.syncVault, { service: 700, partner: 800 });
+    const accrue = encodeFunctionData({ abi: yieldEngineAbi, functionName: 'accrueFees' });
+    let residual = 0;
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [123_456_789_012n, alice] });
+    for (let i = 0; i < 40; i++) {
+      fx.now += 37 + i * 13;
+      await send(fx, mallory, engine, accrue);
+      const left = await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'pendingFeeShares',
+      });
+      if (left !== 0n) residual++;
+    }
+    expect(residual).toBe(0);
+  });
+});

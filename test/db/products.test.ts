@@ -178,4 +178,24 @@ describe.each(storageEngines())('products repository on %s', (engine) => {
     await repo.create(newProduct(partnerId, 'acme-core'));
     await expect(repo.create(newProduct(partnerId, 'acme-core'))).rejects.toThrow();
   });
+
+  it('the schema keeps the product rules (db/product-rules.ts) whatever path writes', async () => {
+    const { db, partnerId } = await setup();
+    const repo = createProductsRepo(db);
+    for (const slug of ['Bad_Slug', 'x', '-lead', 'a'.repeat(64)]) {
+      await expect(repo.create(newProduct(partnerId, slug)), slug).rejects.toThrow(
+        /products_slug_pattern/,
+      );
+    }
+    await expect(
+      repo.create(newProduct(partnerId, 'over-cap', { serviceFeeBps: 3000, partnerFeeBps: 2001 })),
+    ).rejects.toThrow(/products_total_fee_cap/);
+    const atCap = await repo.create(
+      newProduct(partnerId, 'at-cap', { serviceFeeBps: 3000, partnerFeeBps: 2000 }),
+    );
+    expect(atCap.slug).toBe('at-cap');
+    await expect(
+      db.query('UPDATE products SET partner_fee_bps = 2001 WHERE id = $1', [atCap.id]),
+    ).rejects.toThrow(/products_total_fee_cap/);
+  });
 });

@@ -96,7 +96,7 @@ describe.each(storageEngines())('webhook repositories on %s', (engine) => {
       url: 'https://hooks.example.com/in',
       eventTypes: ['deposit.confirmed', 'tvl_alert'],
     });
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(destination).toMatchObject({
       id: expect.stringMatching(/^whk_/),
       partnerId: acme,

@@ -6,50 +6,24 @@
 import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Command } from 'commander';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { registerEmbedCommand } from '../../src/cli/embed-command.ts';
-import { registerPartnerCommand } from '../../src/cli/partner-command.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliInProcess } from '../helpers/cli.ts';
 import { freshDatabase } from '../helpers/db.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-embed-cli-'));
-const saved = { DATA_DIR: process.env.DATA_DIR, DATABASE_URL: process.env.DATABASE_URL };
 
 beforeAll(async () => {
   const t = await freshDatabase('pglite');
   await t.db.close();
   renameSync(t.location, path.join(dataDir, 'pglite'));
-  process.env.DATA_DIR = dataDir;
-  delete process.env.DATABASE_URL;
 });
-afterAll(() => {
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** Runs one command; answers its stdout, or the error it ended with. */
 async function cli(args: string[]): Promise<{ out: string; error?: string }> {
-  const program = new Command('yield-service').exitOverride();
-  program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  registerPartnerCommand(program);
-  registerEmbedCommand(program);
-  for (const c of program.commands) c.exitOverride();
-  let out = '';
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(['node', 'yield-service', ...args]);
-    return { out };
-  } catch (err) {
-    return { out, error: (err as Error).message };
-  } finally {
-    write.mockRestore();
-  }
+  // The embedded database of DATA_DIR, opened and closed by each command as the bin does.
+  const r = await runCliInProcess(args, { env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent' } });
+  return r.code === 0 ? { out: r.out } : { out: r.out, error: r.err };
 }
 
 describe('embed command', () => {

@@ -54,7 +54,7 @@ export function attachContractCheck(app: App): ContractCheck {
     const where = `${request.method} ${request.url} → ${status}`;
     let schema: Schema | undefined;
     if (!route) {
-      schema = doc.components.schemas.ErrorEnvelope;
+      schema = doc.components.schemas.Error;
     } else {
       const path = route.replace(/:([A-Za-z_]+)/g, '{$1}');
       const op = doc.paths[path]?.[request.method.toLowerCase()];

@@ -1,5 +1,6 @@
 /** Runs the real CLI (`bin/yield-service.mjs`) as a child process, as an operator would. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/yield-service.mjs', import.meta.url));
@@ -16,7 +17,10 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): Spawned {
   const base = { PATH: process.env.PATH, HOME: process.env.HOME };
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { ...base, ...env },
-    stdio: 'pipe',
+    // The IPC channel closes when this test process dies, however it dies: `start` then shuts
+    // down instead of living on, with its anvil, as an orphan (src/cli/main.ts).
+    stdio: ['pipe', 'pipe', 'pipe', 'ipc'],
+    serialization: 'json',
   });
   let out = '';
   let err = '';
@@ -44,4 +48,23 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** Direct children of a process, from /proc (Linux): a service's anvil, for instance. */
+export function childPids(pid: number, command?: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis.
+      const close = stat.lastIndexOf(')');
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+      if (ppid === pid && (command === undefined || comm === command)) out.push(Number(entry));
+    } catch {
+      // the process ended while we read
+    }
+  }
+  return out;
 }

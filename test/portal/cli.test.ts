@@ -5,46 +5,34 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
-import { buildCli } from '../../src/cli/main.ts';
 import { createDatabase } from '../../src/db/client.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { Client } from './harness.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-portal-cli-'));
 const PUBLIC = 'http://localhost:3999/portal';
-const saved = { ...process.env };
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-beforeAll(() => {
-  Object.assign(process.env, {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    LOCAL_CHAIN_PORT: '1',
-    PORTAL_PUBLIC_URL: PUBLIC,
+/** Runs one command in this process (helpers/cli.ts) on the embedded database of DATA_DIR. */
+const run = (args: string[]) =>
+  runCliInProcess(args, {
+    env: {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      LOCAL_CHAIN_PORT: '1',
+      PORTAL_PUBLIC_URL: PUBLIC,
+    },
   });
-  delete process.env.DATABASE_URL;
-});
-afterAll(() => {
-  process.env = saved;
-  rmSync(dataDir, { recursive: true, force: true });
-});
 
+/** Its stdout; a failed command throws its stderr. */
 async function cli(args: string[]): Promise<string> {
-  let out = '';
-  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await buildCli()
-      .exitOverride()
-      .parseAsync(['node', 'yield-service', ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
+  const r = await run(args);
+  if (r.code !== 0) throw new Error(`exit ${r.code}: ${r.err}`);
+  return r.out;
 }
 
 describe('portal CLI', { timeout: 120_000 }, () => {
@@ -117,31 +105,17 @@ describe('portal CLI', { timeout: 120_000 }, () => {
   });
 
   it('refuses a role that does not exist', async () => {
-    let err = '';
-    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-      err += String(chunk);
-      return true;
-    });
-    const exit = vi.spyOn(process, 'exit').mockImplementation((code) => {
-      throw new Error(`exit ${code}`);
-    });
-    try {
-      await expect(
-        cli([
-          'portal',
-          'invite',
-          '--partner',
-          'Acme Wallet',
-          '--email',
-          'b@acme.example',
-          '--role',
-          'god',
-        ]),
-      ).rejects.toThrow('exit 1');
-    } finally {
-      stderr.mockRestore();
-      exit.mockRestore();
-    }
-    expect(err).toMatch(/must be owner, admin, developer or viewer/);
+    const r = await run([
+      'portal',
+      'invite',
+      '--partner',
+      'Acme Wallet',
+      '--email',
+      'b@acme.example',
+      '--role',
+      'god',
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/must be owner, admin, developer or viewer/);
   });
 });

@@ -571,3 +571,29 @@ describe('sign-in rate limit', () => {
     }
   });
 });
+
+describe('compression', () => {
+  it('sends pages and static files gzip-encoded to browsers that take it, plain otherwise', async () => {
+    const { gunzipSync } = await import('node:zlib');
+    const c = await h.signedIn(email('gzip'), 'owner');
+    const cookie = [...c.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const plain = await h.app.inject({ url: '/portal/live/keys', headers: { cookie } });
+    const zipped = await h.app.inject({
+      url: '/portal/live/keys',
+      headers: { cookie, 'accept-encoding': 'br;q=1, gzip;q=0.8' },
+    });
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(zipped.headers.vary).toMatch(/accept-encoding/i);
+    const page = gunzipSync(zipped.rawPayload).toString();
+    expect(text(page)).toContain('API keys');
+    expect(zipped.rawPayload.length).toBeLessThan(plain.rawPayload.length / 2);
+    const css = await h.app.inject({
+      url: '/portal/static/portal.css',
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    expect(css.headers['content-encoding']).toBe('gzip');
+    const rawCss = await h.app.inject({ url: '/portal/static/portal.css' });
+    expect(gunzipSync(css.rawPayload).toString()).toBe(rawCss.body);
+  });
+});

@@ -25,6 +25,12 @@ import { createSnapshotReads } from '../../src/db/snapshot-reads.ts';
 import { createSnapshotsRepo } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
+import {
+  applyProductFeeChange,
+  cancelProductFeeChange,
+  changeProductFees,
+  showProductFees,
+} from '../../src/sync/lifecycle/fee-commands.ts';
 import { deprecateProduct } from '../../src/sync/lifecycle/operator-commands.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import {
@@ -170,6 +176,9 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
         dailyPartnerFee: null,
         dailyServiceFee: null,
         provisional: true,
+        // The vault is minutes old: no day of the underlying to estimate from (launch-estimate.test).
+        estimatedUnderlyingApy: null,
+        estimatedNetApy: null,
       },
     ]);
     // What the API reads: latest_metrics has it; apy-history and fee-stats do not.
@@ -280,6 +289,74 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
     await mine(2);
     await worker.tick();
     expect(await reload()).toMatchObject({ status: 'active', upstreamHalted: false });
+  });
+
+  it('changes fees by the operator command: a decrease at once, an increase after its notice; the product shows the fees in force', async () => {
+    const ctx = {
+      db: t.db,
+      chainFor: async () => ({ chain: chain(), client: createChainClient(chain()) }),
+      now: () => clock,
+    };
+    const worker = lifecycle();
+    const automine = async <T>(f: () => Promise<T>): Promise<T> => {
+      await fx.rpc('evm_setAutomine', [true]);
+      try {
+        return await f();
+      } finally {
+        await fx.rpc('evm_setAutomine', [false]);
+        fx.now = Number((await createChainClient(chain()).getBlock()).timestamp) + 1;
+      }
+    };
+    // A decrease applies at once on chain; the product follows at depth.
+    const down = await automine(() =>
+      changeProductFees(ctx, slug, { serviceFeeBps: 400, partnerFeeBps: 900 }),
+    );
+    expect(down).toMatchObject({
+      result: 'applied',
+      inForce: { serviceFeeBps: 400, partnerFeeBps: 900 },
+      recorded: { serviceFeeBps: 500, partnerFeeBps: 1000 },
+      scheduled: null,
+    });
+    await mine(2);
+    await worker.tick();
+    expect(await reload()).toMatchObject({ serviceFeeBps: 400, partnerFeeBps: 900 });
+    // An increase is only scheduled: neither the engine nor the product charge it yet.
+    const up = await automine(() =>
+      changeProductFees(ctx, slug, { serviceFeeBps: 400, partnerFeeBps: 1200 }),
+    );
+    expect(up.result).toBe('scheduled');
+    expect(up.inForce).toEqual({ serviceFeeBps: 400, partnerFeeBps: 900 });
+    expect(up.scheduled).toMatchObject({ serviceFeeBps: 400, partnerFeeBps: 1200 });
+    const { timestamp } = await createChainClient(chain()).getBlock();
+    expect(up.scheduled?.effectiveAt).toBe(timestamp + 7n * 86_400n);
+    await expect(applyProductFeeChange(ctx, slug)).rejects.toThrow(/may apply from/);
+    await mine(2);
+    await worker.tick();
+    expect(await reload()).toMatchObject({ serviceFeeBps: 400, partnerFeeBps: 900 });
+    // After the notice anyone may apply it; the product shows it once confirmed.
+    fx.now += 7 * 86_400;
+    await mineBlock(fx);
+    const applied = await automine(() => applyProductFeeChange(ctx, slug));
+    expect(applied).toMatchObject({
+      result: 'applied',
+      inForce: { serviceFeeBps: 400, partnerFeeBps: 1200 },
+      scheduled: null,
+    });
+    await mine(2);
+    await worker.tick();
+    expect(await reload()).toMatchObject({ serviceFeeBps: 400, partnerFeeBps: 1200 });
+    // A scheduled increase can be cancelled; nothing left to cancel afterwards.
+    await automine(() => changeProductFees(ctx, slug, { serviceFeeBps: 600, partnerFeeBps: 1200 }));
+    const cancelled = await automine(() => cancelProductFeeChange(ctx, slug));
+    expect(cancelled).toMatchObject({ result: 'cancelled', scheduled: null });
+    await expect(cancelProductFeeChange(ctx, slug)).rejects.toThrow(/no scheduled fee change/);
+    await expect(
+      changeProductFees(ctx, slug, { serviceFeeBps: 3000, partnerFeeBps: 2001 }),
+    ).rejects.toThrow(/at most 5000/);
+    expect(await showProductFees(ctx, slug)).toMatchObject({
+      inForce: { serviceFeeBps: 400, partnerFeeBps: 1200 },
+      scheduled: null,
+    });
   });
 
   it('deprecates on the operator command: on chain and in the database, final', async () => {

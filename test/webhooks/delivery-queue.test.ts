@@ -29,7 +29,7 @@ async function seed(db: Database, events: number) {
       partnerId: partner.id,
       environment: 'live',
       productId: null,
-      eventType: 'ping',
+      eventType: 'vault_pause',
       dedupeKey: `ping:${destination.id}:${i}`,
       payload: { n: i },
       occurredAt: new Date(),

@@ -4,6 +4,7 @@
  * 10 s limit, event-type filters, and rotation.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
@@ -91,11 +92,11 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         occurredAt: new Date(),
       });
     const destinations = createWebhookDestinationsRepo(db, box);
-    return { db, partner, emit, destinations };
+    return { db, partner, emit, destinations, job };
   }
 
   it('delivers the exact payload, signed, with the spec headers, once', async () => {
-    const { db, partner, emit, destinations } = await setup();
+    const { db, partner, emit, destinations, job } = await setup();
     const receiver = await startHttpsReceiver();
     cleanups.push(() => receiver.close());
     const { destination, secret } = await destinations.add({
@@ -135,18 +136,21 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
       last_response_code: 200,
     });
     expect(row?.delivered_at).toBeInstanceOf(Date);
-    await new Promise((r) => setTimeout(r, 300));
+    // Nothing more goes out: stopped (attempts in flight finished and recorded), the dispatcher has
+    // sent one request and recorded one attempt. No sleep that a loaded machine could outlast.
+    await job.stop();
     expect(receiver.requests).toHaveLength(1);
+    expect((await deliveries(db)).map((d) => d.attempts)).toEqual([1]);
   });
 
   it('a receiver answering 500 gets three attempts, then the delivery is failed', async () => {
-    const { db, partner, emit, destinations } = await setup({ retryMs: 100 });
+    const { db, partner, emit, destinations, job } = await setup({ retryMs: 100 });
     const receiver = await startHttpsReceiver({
       handler: () => ({ status: 500, body: `{"error":"down"}${'x'.repeat(2000)}` }),
     });
     cleanups.push(() => receiver.close());
     await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
-    await emit('ping', { hello: 1 });
+    await emit('vault_pause', { hello: 1 });
     const [row] = await waitFor(
       async () => {
         const rows = await deliveries(db);
@@ -159,8 +163,9 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect(row?.last_response_body).toHaveLength(1024);
     expect(row?.last_response_body?.startsWith('{"error":"down"}')).toBe(true);
     expect(row?.failed_at).toBeInstanceOf(Date);
-    await new Promise((r) => setTimeout(r, 400));
+    await job.stop(); // a failed delivery is never attempted again: three requests in all
     expect(receiver.requests).toHaveLength(3);
+    expect((await deliveries(db)).map((d) => d.attempts)).toEqual([3]);
     // The three attempts were spaced by the retry delay, not sent in one burst.
     const times = receiver.requests.map((r) => r.receivedAt);
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(80);
@@ -175,7 +180,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     });
     cleanups.push(() => receiver.close());
     await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
-    const event = await emit('ping', { replay: true });
+    const event = await emit('vault_pause', { replay: true });
     const [failed] = await waitFor(
       async () => {
         const rows = await deliveries(db);
@@ -214,7 +219,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     });
     cleanups.push(() => receiver.close());
     await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
-    await emit('ping', {});
+    await emit('vault_pause', {});
     const [row] = await waitFor(
       async () => {
         const rows = await deliveries(db);
@@ -254,7 +259,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     await destinations.add({ partnerId: partner.id, environment: 'test', url: sandbox.url });
     await emit('deposit.confirmed', { a: 1 });
     await emit('apy_change', { b: 2 });
-    await emit('ping', { c: 3 }, 'test');
+    await emit('vault_pause', { c: 3 }, 'test');
     await waitFor(
       async () => {
         const rows = await deliveries(db);
@@ -271,7 +276,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
       'deposit.confirmed',
     ]);
     expect(removed.requests).toHaveLength(0);
-    expect(sandbox.requests.map((r) => r.headers['x-service-event'])).toEqual(['ping']);
+    expect(sandbox.requests.map((r) => r.headers['x-service-event'])).toEqual(['vault_pause']);
   });
 
   it('after a rotation, deliveries are signed with the new secret', async () => {
@@ -283,10 +288,10 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
       environment: 'live',
       url: receiver.url,
     });
-    await emit('ping', { n: 1 });
+    await emit('vault_pause', { n: 1 });
     await waitFor(() => (receiver.requests.length === 1 ? true : undefined), 10_000, 'first');
     const rotated = await destinations.rotate(destination.id);
-    await emit('ping', { n: 2 });
+    await emit('vault_pause', { n: 2 });
     await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 10_000, 'second');
     const [first, second] = receiver.requests;
     expect(verifies(old, first!.body, first!.headers['x-service-signature'])).toBe(true);
@@ -294,6 +299,110 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
       true,
     );
     expect(verifies(old, second!.body, second!.headers['x-service-signature'])).toBe(false);
+  });
+
+  it('deliveries verify with the standardwebhooks library (a client nobody here wrote)', async () => {
+    const { db, partner, emit, destinations } = await setup();
+    const receiver = await startHttpsReceiver();
+    cleanups.push(() => receiver.close());
+    const { destination, secret } = await destinations.add({
+      partnerId: partner.id,
+      environment: 'live',
+      url: receiver.url,
+    });
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const payload = { slug: 'usdc-core', status: 'paused', note: 'é ✓' };
+    const event = await emit('vault_pause', payload);
+    await waitFor(() => (receiver.requests.length > 0 ? true : undefined), 10_000, 'a delivery');
+    const got = receiver.requests[0]!;
+    const headers = got.headers as Record<string, string>;
+    expect(new Webhook(secret).verify(got.body.toString('utf8'), headers)).toEqual(payload);
+    // The stable event id, twice: the spec-side header and the Standard Webhooks message id.
+    expect(headers['x-service-event-id']).toBe(event!.id);
+    expect(headers['webhook-id']).toBe(event!.id);
+    expect(Math.abs(Number(headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    // The spec's own header is kept as it was.
+    expect(verifies(secret, got.body, headers['x-service-signature'])).toBe(true);
+    // Another secret, a changed body, a changed timestamp or id: refused.
+    const other = (
+      await destinations.add({ partnerId: partner.id, environment: 'test', url: receiver.url })
+    ).secret;
+    expect(() => new Webhook(other).verify(got.body.toString('utf8'), headers)).toThrow();
+    expect(() => new Webhook(secret).verify(`${got.body.toString('utf8')} `, headers)).toThrow();
+    expect(() =>
+      new Webhook(secret).verify(got.body.toString('utf8'), {
+        ...headers,
+        'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1),
+      }),
+    ).toThrow();
+    expect(() =>
+      new Webhook(secret).verify(got.body.toString('utf8'), { ...headers, 'webhook-id': 'evt_x' }),
+    ).toThrow();
+
+    // A replay is the same event: the same id, so a receiver that dedupes by it ignores it.
+    await createWebhookDeliveriesRepo(db).replayEvent(event!.id, destination.id);
+    await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 10_000, 'the replay');
+    const replayed = receiver.requests[1]!.headers as Record<string, string>;
+    expect(replayed['webhook-id']).toBe(event!.id);
+    expect(
+      new Webhook(secret).verify(receiver.requests[1]!.body.toString('utf8'), replayed),
+    ).toEqual(payload);
+  });
+
+  it('a rotation keeps the old secret verifying for its grace period, then not', async () => {
+    const { db, partner, emit, destinations } = await setup();
+    const receiver = await startHttpsReceiver();
+    cleanups.push(() => receiver.close());
+    const { destination, secret: old } = await destinations.add({
+      partnerId: partner.id,
+      environment: 'live',
+      url: receiver.url,
+    });
+    const oldOnly = new Webhook(old);
+    const deliver = async (n: number) => {
+      await emit('vault_pause', { slug: `s${n}`, status: 'paused' });
+      await waitFor(() => (receiver.requests.length === n ? true : undefined), 10_000, `#${n}`);
+      const got = receiver.requests[n - 1]!;
+      return { body: got.body.toString('utf8'), headers: got.headers as Record<string, string> };
+    };
+
+    const rotated = await destinations.rotate(destination.id, { graceMs: 60 * 60_000 });
+    expect(rotated!.destination.previousSecret).toEqual({
+      fingerprint: destination.secretFingerprint,
+      expiresAt: expect.any(Date),
+    });
+    const during = await deliver(1);
+    // Both signatures, the new one first; X-Service-Signature is the new secret's only.
+    expect(during.headers['webhook-signature']).toMatch(/^v1,\S+ v1,\S+$/);
+    expect(oldOnly.verify(during.body, during.headers)).toEqual({ slug: 's1', status: 'paused' });
+    expect(new Webhook(rotated!.secret).verify(during.body, during.headers)).toBeTruthy();
+    expect(
+      verifies(rotated!.secret, Buffer.from(during.body), during.headers['x-service-signature']),
+    ).toBe(true);
+    expect(verifies(old, Buffer.from(during.body), during.headers['x-service-signature'])).toBe(
+      false,
+    );
+
+    // The grace period ends (its end moved to the past: the database clock is the one that counts).
+    await db.query(
+      `UPDATE webhook_destinations SET previous_secret_expires_at = now() - interval '1 second'
+       WHERE id = $1`,
+      [destination.id],
+    );
+    expect((await destinations.find(destination.id))!.previousSecret).toBeNull();
+    const after = await deliver(2);
+    expect(after.headers['webhook-signature']).toMatch(/^v1,\S+$/);
+    expect(() => oldOnly.verify(after.body, after.headers)).toThrow();
+    expect(new Webhook(rotated!.secret).verify(after.body, after.headers)).toBeTruthy();
+
+    // A rotation with no grace: the previous secret stops at once.
+    const hard = await destinations.rotate(destination.id, { graceMs: 0 });
+    expect(hard!.destination.previousSecret).toBeNull();
+    const cut = await deliver(3);
+    expect(() => new Webhook(rotated!.secret).verify(cut.body, cut.headers)).toThrow();
+    expect(new Webhook(hard!.secret).verify(cut.body, cut.headers)).toBeTruthy();
+    await expect(destinations.rotate(destination.id, { graceMs: -1 })).rejects.toThrow(RangeError);
   });
 
   if (engine === 'pglite') {
@@ -305,7 +414,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
       cleanups.push(() => receiver.close());
       await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
       const started = Date.now();
-      await emit('ping', {});
+      await emit('vault_pause', {});
       const [row] = await waitFor(
         async () => {
           const rows = await deliveries(db);

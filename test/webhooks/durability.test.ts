@@ -104,7 +104,7 @@ describe.runIf(postgresAdminUrl())(
       await worker.ready;
       await db.query(
         `INSERT INTO events (id, partner_id, environment, event_type, dedupe_key, payload, occurred_at)
-       VALUES ('evt_kill', $1, 'live', 'ping', 'ping:kill', '{"kill":true}', now())`,
+       VALUES ('evt_kill', $1, 'live', 'vault_pause', 'ping:kill', '{"kill":true}', now())`,
         [partner.id],
       );
       await worker.exited;
@@ -148,7 +148,7 @@ describe.runIf(postgresAdminUrl())(
       for (let batch = 0; batch < 10; batch++) {
         await db.query(
           `INSERT INTO events (id, partner_id, environment, event_type, dedupe_key, payload, occurred_at)
-         SELECT 'evt_' || $2::int || '_' || i, $1, 'live', 'ping', 'ping:' || $2::int || ':' || i,
+         SELECT 'evt_' || $2::int || '_' || i, $1, 'live', 'vault_pause', 'ping:' || $2::int || ':' || i,
                 '{"n":' || ($2::int * 100 + i) || '}', now()
          FROM generate_series(0, 99) AS i`,
           [partner.id, batch],

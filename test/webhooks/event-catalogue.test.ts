@@ -14,6 +14,7 @@ import {
   OutboundPayloadError,
   outboundPayload,
   outboundPayloadError,
+  SUBSCRIBABLE_EVENT_TYPES,
 } from '../../src/webhooks/event-catalogue.ts';
 import { renderEventsMarkdown } from '../../src/webhooks/event-docs.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -29,7 +30,10 @@ describe('the outbound event catalogue', () => {
       'tvl_alert',
       'vault_pause',
       'product.deployed',
+      'ping',
     ]);
+    // A test event is not subscribable: `--events` offers every other type.
+    expect(SUBSCRIBABLE_EVENT_TYPES).toEqual(OUTBOUND_EVENT_TYPES.filter((t) => t !== 'ping'));
   });
 
   it('has an example that fits its schema, a description and a dedupe key for every type', () => {
@@ -60,7 +64,8 @@ describe('the outbound event catalogue', () => {
       }),
     ).toBeDefined();
     expect(outboundPayloadError('vault_pause', { slug: 'x', status: 'active' })).toBeDefined();
-    expect(outboundPayloadError('ping', {})).toMatch(/not an event type/);
+    expect(outboundPayloadError('pong', {})).toMatch(/not an event type/);
+    expect(outboundPayloadError('ping', { destination_id: 'whk_x' })).toMatch(/sent_at/);
     expect(() => assertOutboundPayload('vault_pause', { slug: 'x' })).toThrow(OutboundPayloadError);
     // The emitters' builder: the payload itself when it fits, a throw when it does not.
     const p = { slug: 'acme', status: 'paused' } as const;
@@ -128,7 +133,14 @@ describe('the outbound event catalogue', () => {
         expect(body.schema).toEqual(JSON.parse(JSON.stringify(OUTBOUND_EVENTS[type].schema)));
         expect(body.example).toEqual(OUTBOUND_EVENTS[type].example);
         expect(post.parameters.filter((p) => p.in === 'header').map((p) => p.name)).toEqual(
-          expect.arrayContaining(['X-Service-Event', 'X-Service-Signature']),
+          expect.arrayContaining([
+            'X-Service-Event',
+            'X-Service-Signature',
+            'X-Service-Event-Id',
+            'webhook-id',
+            'webhook-timestamp',
+            'webhook-signature',
+          ]),
         );
         expect(Object.keys(post.responses)).toEqual(['2XX']);
       }

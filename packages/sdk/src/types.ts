@@ -27,15 +27,14 @@ export type ProductHealth = Data<'/api/partner/products/{slug}/health'>;
 export type Position = Data<'/api/partner/products/{slug}/position'>;
 export type Liveness = Data<'/health'>;
 
-type NumberOf<S> = S extends `${infer N extends number}` ? N : never;
 type ApyDays = NonNullable<Query<'/api/partner/products/{slug}/apy-history'>['days']>;
-/** `days` as the document's strings, or the same values as numbers. */
-export type ApyHistoryQuery = { days?: ApyDays | NumberOf<ApyDays> };
+/** `days` as the document types it: the integers 7, 30 or 180. */
+export type ApyHistoryQuery = { days?: ApyDays };
 export type FeeStatsQuery = Query<'/api/partner/products/{slug}/fee-stats'>;
 export type YieldCalcQuery = Query<'/api/partner/products/{slug}/yield-calc'>;
 
 /** Every error code of the service's catalogue. */
-export type ApiErrorCode = components['schemas']['ErrorEnvelope']['code'];
+export type ApiErrorCode = components['schemas']['Error']['code'];
 
 type InboundPost = paths['/api/partner/webhooks/inbound']['post'];
 export type InboundAck = Json<InboundPost['responses'][200]>;

@@ -376,6 +376,33 @@ describe('the SDK against the real service', () => {
       expect(after - before).toBe(claim!.assets);
     });
 
+    it('sends each call with a gas margin: a call mined after time passed still lands', async () => {
+      // An engine call accrues fees and interest for the time since the last one, so it costs more
+      // gas when mined later than estimated. Here time really passes on the chain between the
+      // estimate and the send (an hour); with no margin the exact estimate runs out of gas.
+      const engine = createEngineHelpers(await client.getProduct(FLEX), publicClient);
+      const later = {
+        waitForTransactionReceipt: publicClient.waitForTransactionReceipt,
+        estimateGas: async (args: Parameters<typeof publicClient.estimateGas>[0]) => {
+          const gas = await publicClient.estimateGas(args);
+          await rpc('evm_increaseTime', [3600]);
+          return gas;
+        },
+      } as Pick<typeof publicClient, 'waitForTransactionReceipt' | 'estimateGas'>;
+      await sendCalls(
+        walletClient,
+        publicClient,
+        (await engine.buildDeposit({ owner: wallet.address, assets: 100n * ONE })).calls,
+      );
+      const half = (await engine.balances(wallet.address)).shares / 2n;
+      const redeem = await engine.buildRedeem({ owner: wallet.address, shares: half });
+      await expect(
+        sendCalls(walletClient, later, redeem.calls, { gasMarginPercent: 0 }),
+      ).rejects.toMatchObject({ code: 'transaction_reverted' });
+      const [receipt] = await sendCalls(walletClient, later, redeem.calls);
+      expect(engine.decodeReceipt(receipt!).redeemRequests[0]).toMatchObject({ shares: half });
+    });
+
     it('refuses to build a deposit into a paused or undeployed product, with the API codes', async () => {
       const paused = createEngineHelpers(await client.getProduct(BOOST), publicClient);
       await expect(

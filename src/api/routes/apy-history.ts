@@ -8,8 +8,7 @@ import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { trailingDays } from '../date-range.ts';
 import { ApiError } from '../errors.ts';
-import { partnerOf } from '../partner-scope.ts';
-import { resolveProduct } from '../product-access.ts';
+import { productOf } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
@@ -58,17 +57,13 @@ export function apyHistoryRoute(deps: {
         },
         config: {
           validationErrorCode: () => 'invalid_days',
-          errorCodes: ['invalid_days', 'not_found', 'not_owned', 'engine_not_deployed'],
+          serves: 'deployed',
+          errorCodes: ['invalid_days'],
         },
       },
       async (request, reply) => {
         const days = parseDays(request.query.days);
-        const product = await resolveProduct(
-          deps.products,
-          partnerOf(request),
-          request.params.slug,
-          'deployed',
-        );
+        const product = await productOf(request, deps.products);
         // The window ends at the latest finished day (date-range.ts): N rows when N days exist.
         const latest = await deps.snapshots.latestFinalDate(product.id);
         const { from, to } = trailingDays(days, now(), latest);

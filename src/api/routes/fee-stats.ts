@@ -8,11 +8,10 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { ProductsRepo } from '../../db/products.ts';
-import type { SnapshotReads } from '../../db/snapshot-reads.ts';
+import type { SnapshotReads, SnapshotView } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';
 import { feeStatsRange } from '../date-range.ts';
-import { partnerOf } from '../partner-scope.ts';
-import { resolveProduct } from '../product-access.ts';
+import { productOf } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
@@ -48,6 +47,23 @@ export const FeeStatsRow = Type.Object(
   { additionalProperties: false },
 );
 
+/** fee-stats rows as the API serves them (the portal's charts and CSV use the same function). */
+export function feeStatsRows(rows: readonly SnapshotView[], assetDecimals: number) {
+  const units = (v: bigint | null) => formatUnits(v ?? 0n, assetDecimals);
+  return rows.map((r) => ({
+    date: r.date,
+    engine_total_assets: units(r.engineTotalAssets),
+    daily_yield_assets: units(r.dailyYieldAssets),
+    daily_partner_fee_earned: units(r.dailyPartnerFee),
+    daily_service_fee_earned: units(r.dailyServiceFee),
+    cumulative_partner_fee_earned: units(r.cumulativePartnerFeeEarned),
+    cumulative_service_fee_earned: units(r.cumulativeServiceFeeEarned),
+    cumulative_partner_fee_minted: units(r.cumulativePartnerFeeMinted),
+    cumulative_service_fee_minted: units(r.cumulativeServiceFeeMinted),
+    net_apy_for_user: r.netApyForUser!,
+  }));
+}
+
 export function feeStatsRoute(deps: {
   cache: ReadCache;
   products: ProductsRepo;
@@ -78,25 +94,15 @@ export function feeStatsRoute(deps: {
         },
         config: {
           validationErrorCode: () => 'invalid_date',
-          errorCodes: [
-            'invalid_date',
-            'range_too_large',
-            'not_found',
-            'not_owned',
-            'engine_not_deployed',
-          ],
+          serves: 'deployed',
+          errorCodes: ['invalid_date', 'range_too_large'],
         },
       },
       async (request, reply) => {
         const { start_date: start, end_date: end } = request.query;
         // Dates are checked before the slug (DECISIONS: request shape, then slug).
         feeStatsRange(start, end, now());
-        const product = await resolveProduct(
-          deps.products,
-          partnerOf(request),
-          request.params.slug,
-          'deployed',
-        );
+        const product = await productOf(request, deps.products);
         // Without dates the window is the 30 days ending at the latest finished day.
         const latest =
           start === undefined && end === undefined
@@ -111,22 +117,7 @@ export function feeStatsRoute(deps: {
           `fees:${product.id}:${from}:${to}`,
           async () => {
             const rows = await deps.snapshots.feeStats(product.id, from, to);
-            const units = (v: bigint | null) => formatUnits(v ?? 0n, product.assetDecimals);
-            return {
-              success: true as const,
-              data: rows.map((r) => ({
-                date: r.date,
-                engine_total_assets: units(r.engineTotalAssets),
-                daily_yield_assets: units(r.dailyYieldAssets),
-                daily_partner_fee_earned: units(r.dailyPartnerFee),
-                daily_service_fee_earned: units(r.dailyServiceFee),
-                cumulative_partner_fee_earned: units(r.cumulativePartnerFeeEarned),
-                cumulative_service_fee_earned: units(r.cumulativeServiceFeeEarned),
-                cumulative_partner_fee_minted: units(r.cumulativePartnerFeeMinted),
-                cumulative_service_fee_minted: units(r.cumulativeServiceFeeMinted),
-                net_apy_for_user: r.netApyForUser!,
-              })),
-            };
+            return { success: true as const, data: feeStatsRows(rows, product.assetDecimals) };
           },
         );
         return reply;

@@ -1,11 +1,14 @@
 /**
  * Liveness (`GET /health`: the process answers; no key, never rate limited) and readiness
- * (`GET /ready`: the database answers, and Redis too when one is configured).
+ * (`GET /ready`: the database answers, Redis too when one is configured, and the chain runtime is
+ * up, so that chain-backed endpoints do not answer 503 behind a ready instance). A 503 says which
+ * part is not ready.
  */
 import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Database } from '../../db/client.ts';
 import type { Redis } from '../../redis.ts';
+import type { ChainRuntimeState } from '../dependencies.ts';
 import { ApiError } from '../errors.ts';
 import { errorResponses } from '../schemas.ts';
 
@@ -26,10 +29,11 @@ async function within<T>(ms: number, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export const healthRoutes: FastifyPluginAsync<{ db: Database; redis?: Redis | undefined }> = async (
-  app,
-  { db, redis },
-) => {
+export const healthRoutes: FastifyPluginAsync<{
+  db: Database;
+  redis?: Redis | undefined;
+  chainRuntime: () => ChainRuntimeState;
+}> = async (app, { db, redis, chainRuntime }) => {
   app.get(
     '/health',
     {
@@ -48,6 +52,7 @@ export const healthRoutes: FastifyPluginAsync<{ db: Database; redis?: Redis | un
   app.get(
     '/ready',
     {
+      config: { probe: true },
       schema: {
         response: {
           200: Type.Object({
@@ -56,6 +61,9 @@ export const healthRoutes: FastifyPluginAsync<{ db: Database; redis?: Redis | un
               status: Type.Literal('ready'),
               database: Type.Literal('ok'),
               redis: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')]),
+              chains: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')], {
+                description: 'The chain runtime (clients of every configured chain) is up',
+              }),
             }),
           }),
           ...errorResponses(['service_unavailable', 'internal_error']),
@@ -77,12 +85,23 @@ export const healthRoutes: FastifyPluginAsync<{ db: Database; redis?: Redis | un
           throw new ApiError('service_unavailable', 'Redis is not reachable.');
         }
       }
+      // The runtime, not each RPC: an RPC outage fails only /position and /health reads (503
+      // chain_rpc_unavailable, per request), hits every instance alike, and must not take the
+      // database-backed reads out of the load balancer with it (docs/decisions.md).
+      const chains = chainRuntime();
+      if (chains === 'starting') {
+        throw new ApiError('service_unavailable', 'The chain runtime is starting.');
+      }
+      if (chains === 'failed') {
+        throw new ApiError('service_unavailable', 'The chain runtime failed to start.');
+      }
       return {
         success: true as const,
         data: {
           status: 'ready' as const,
           database: 'ok' as const,
           redis: redis ? ('ok' as const) : ('not_configured' as const),
+          chains,
         },
       };
     },

@@ -24,6 +24,7 @@ import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typ
 import type { InboundEventsRepo, NewInboundEvent } from '../../db/inbound-events.ts';
 import type { InboundSecretsRepo } from '../../db/inbound-secrets.ts';
 import type { ProductsRepo } from '../../db/products.ts';
+import { inboundEvents } from '../../telemetry/metrics.ts';
 import {
   dataError,
   INBOUND_EVENT_TYPES,
@@ -107,6 +108,10 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
       done(null, body);
+    });
+    // Refusals by catalogue code (a bounded set), whichever step refused: the key, the signature…
+    app.addHook('onError', async (_request, _reply, err) => {
+      inboundEvents.inc({ outcome: err instanceof ApiError ? err.code : 'internal_error' });
     });
 
     app.post(
@@ -226,6 +231,7 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
             'This Idempotency-Key was already used with another body, event type or environment.',
           );
         }
+        inboundEvents.inc({ outcome: result.outcome === 'duplicate' ? 'duplicate' : 'accepted' });
         reply.header('cache-control', 'no-store');
         return {
           success: true as const,

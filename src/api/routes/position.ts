@@ -5,8 +5,7 @@ import type { ProductsRepo } from '../../db/products.ts';
 import { formatUnits, usdValue } from '../../money/index.ts';
 import type { ChainReader } from '../chain-reader.ts';
 import { ApiError } from '../errors.ts';
-import { partnerOf } from '../partner-scope.ts';
-import { resolveProduct } from '../product-access.ts';
+import { productOf } from '../product-access.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -52,24 +51,13 @@ export function positionRoute(deps: {
         },
         config: {
           validationErrorCode: () => 'invalid_address',
-          errorCodes: [
-            'invalid_address',
-            'chain_not_supported',
-            'not_found',
-            'not_owned',
-            'engine_not_deployed',
-            'chain_rpc_unavailable',
-          ],
+          serves: 'deployed',
+          errorCodes: ['invalid_address', 'chain_not_supported', 'chain_rpc_unavailable'],
         },
       },
       async (request, reply) => {
         const wallet = parseWalletAddress(request.query.address);
-        const product = await resolveProduct(
-          deps.products,
-          partnerOf(request),
-          request.params.slug,
-          'deployed',
-        );
+        const product = await productOf(request, deps.products);
         if (!deps.chain.isEvmChain(product.chainId)) {
           throw new ApiError(
             'chain_not_supported',

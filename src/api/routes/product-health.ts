@@ -1,9 +1,9 @@
 /** GET /api/partner/products/{slug}/health: the live operational flags that gate the deposit button. */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { ScheduledFeeChange } from '../../chain/read-scheduled-fee-change.ts';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { ChainReader } from '../chain-reader.ts';
-import { partnerOf } from '../partner-scope.ts';
-import { resolveProduct } from '../product-access.ts';
+import { productOf } from '../product-access.ts';
 import { Ok, SlugParams } from '../schemas.ts';
 
 export const Health = Type.Object(
@@ -18,6 +18,15 @@ export const Health = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A fee increase waits for the engine's notice period: service_fee_bps/partner_fee_bps keep showing
+ * the fees in force, the note announces the new ones and when they may apply (docs/engine.md).
+ */
+function scheduledFeeNote(c: ScheduledFeeChange): string {
+  const at = new Date(Number(c.effectiveAt) * 1000).toISOString().replace('.000Z', 'Z');
+  return `Fee change scheduled: service ${c.serviceFeeBps} bps, partner ${c.partnerFeeBps} bps, may apply from ${at}; the fees in force apply until then.`;
+}
+
 export function productHealthRoute(deps: {
   products: ProductsRepo;
   chain: ChainReader;
@@ -28,16 +37,12 @@ export function productHealthRoute(deps: {
       {
         schema: { params: SlugParams, response: { 200: Ok(Health) } },
         config: {
-          errorCodes: ['not_found', 'not_owned', 'engine_not_deployed', 'chain_rpc_unavailable'],
+          serves: 'deployed',
+          errorCodes: ['chain_rpc_unavailable'],
         },
       },
       async (request, reply) => {
-        const product = await resolveProduct(
-          deps.products,
-          partnerOf(request),
-          request.params.slug,
-          'deployed',
-        );
+        const product = await productOf(request, deps.products);
         const h = await deps.chain.readHealth(product);
         const notes = [
           product.status === 'deprecated' ? 'Deprecated: withdrawals only; hide deposits.' : '',
@@ -49,6 +54,7 @@ export function productHealthRoute(deps: {
           h.asyncExits
             ? 'Exits are asynchronous: a redeem is requested, then claimed once the upstream vault settles it.'
             : '',
+          h.scheduledFeeChange ? scheduledFeeNote(h.scheduledFeeChange) : '',
         ]
           .filter(Boolean)
           .join(' ');

@@ -4,24 +4,20 @@
  */
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { Product as ProductRecord, ProductsRepo } from '../../db/products.ts';
-import type { SnapshotReads, SnapshotView } from '../../db/snapshot-reads.ts';
+import { presentedApys, type SnapshotReads, type SnapshotView } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';
 import { partnerOf } from '../partner-scope.ts';
-import { resolveProduct } from '../product-access.ts';
+import { productOf } from '../product-access.ts';
 import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import { DecimalString, Ok, SlugParams } from '../schemas.ts';
-
-const Apy = (description: string) =>
-  Type.Union([DecimalString(description), Type.Null()], {
-    description: `${description}. Null only on a product's first day, before a day-over-day change exists.`,
-  });
+import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const LatestMetrics = Type.Object(
   {
     as_of_date: Type.String({ format: 'date', description: 'UTC day of the snapshot' }),
     engine_total_assets: DecimalString('Total assets in the engine, in whole asset units'),
-    underlying_apy: Apy('APY of the underlying vault, decimal fraction, 6 places'),
-    net_apy_for_user: Apy('APY after fees, decimal fraction, 6 places'),
+    underlying_apy: DecimalString('APY of the underlying vault, decimal fraction, 6 places'),
+    net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
+    apy_basis: ApyBasisSchema,
   },
   { additionalProperties: false },
 );
@@ -51,7 +47,9 @@ export const Product = Type.Object(
     ]),
     latest_metrics: Type.Union([LatestMetrics, Type.Null()], {
       description:
-        'Latest daily snapshot; null while pending_deploy (and until the first snapshot)',
+        'Latest daily snapshot; null while pending_deploy. Otherwise always present, with APYs of ' +
+        'the basis `apy_basis` names; the one exception is a product whose underlying vault is itself ' +
+        'less than a day old (no APY can be measured on any basis yet): null until its first day closes.',
     }),
   },
   { additionalProperties: false },
@@ -62,6 +60,19 @@ export interface ProductsRouteDeps {
   products: ProductsRepo;
   snapshots: SnapshotReads;
   chainName: (chainId: number) => string;
+}
+
+function latestMetrics(p: ProductRecord, s: SnapshotView | undefined) {
+  if (p.status === 'pending_deploy' || !s) return null;
+  const apys = presentedApys(s);
+  if (!apys) return null; // the underlying itself has no measured day yet (see the schema)
+  return {
+    as_of_date: s.date,
+    engine_total_assets: formatUnits(s.engineTotalAssets, p.assetDecimals),
+    underlying_apy: apys.underlyingApy,
+    net_apy_for_user: apys.netApyForUser,
+    apy_basis: apys.basis,
+  };
 }
 
 function present(p: ProductRecord, s: SnapshotView | undefined, chainName: (id: number) => string) {
@@ -80,15 +91,7 @@ function present(p: ProductRecord, s: SnapshotView | undefined, chainName: (id: 
     display_name: p.displayName,
     risk_label: p.riskLabel,
     status: p.status,
-    latest_metrics:
-      p.status === 'pending_deploy' || !s
-        ? null
-        : {
-            as_of_date: s.date,
-            engine_total_assets: formatUnits(s.engineTotalAssets, p.assetDecimals),
-            underlying_apy: s.underlyingApy,
-            net_apy_for_user: s.netApyForUser,
-          },
+    latest_metrics: latestMetrics(p, s),
   };
 }
 
@@ -122,15 +125,10 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
       '/api/partner/products/:slug',
       {
         schema: { params: SlugParams, response: { 200: Ok(Product) } },
-        config: { errorCodes: ['not_found', 'not_owned'] },
+        config: { serves: 'any' },
       },
       async (request, reply) => {
-        const p = await resolveProduct(
-          deps.products,
-          partnerOf(request),
-          request.params.slug,
-          'any',
-        );
+        const p = await productOf(request, deps.products);
         reply.header('cache-control', 'private, max-age=60');
         await sendCachedJson(deps.cache, request, reply, `product:${p.id}`, async () => {
           const latest = await deps.snapshots.latestFor([p.id]);

@@ -8,9 +8,8 @@ import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { parseAmount, projectYield } from '../../money/index.ts';
 import { ApiError } from '../errors.ts';
-import { partnerOf } from '../partner-scope.ts';
-import { resolveProduct } from '../product-access.ts';
-import { DecimalString, Ok, SlugParams } from '../schemas.ts';
+import { productOf } from '../product-access.ts';
+import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const YieldProjection = Type.Object(
   {
@@ -19,7 +18,10 @@ export const YieldProjection = Type.Object(
     monthly_yield: DecimalString(
       'principal × ((1 + apy)^(1/12) − 1), toward zero to asset decimals',
     ),
-    net_apy_for_user: DecimalString('The APY used: the latest measured net APY, 6 places'),
+    net_apy_for_user: DecimalString(
+      "The APY used: the product's latest net APY (of the basis `apy_basis` names), 6 places",
+    ),
+    apy_basis: ApyBasisSchema,
   },
   { additionalProperties: false },
 );
@@ -46,15 +48,8 @@ export function yieldCalcRoute(deps: {
         },
         config: {
           validationErrorCode: () => 'invalid_amount',
-          errorCodes: [
-            'invalid_amount',
-            'not_found',
-            'not_owned',
-            'engine_not_deployed',
-            'product_paused',
-            'product_deprecated',
-            'service_unavailable',
-          ],
+          serves: 'new_deposit',
+          errorCodes: ['invalid_amount', 'service_unavailable'],
         },
       },
       async (request, reply) => {
@@ -62,32 +57,44 @@ export function yieldCalcRoute(deps: {
         // Shape first (before the slug): a plain positive decimal within 2^256. The decimals limit
         // needs the product, so it is checked once the product is known.
         if (!parseAmount(raw, 77).ok) throw new ApiError('invalid_amount');
-        const product = await resolveProduct(
-          deps.products,
-          partnerOf(request),
-          request.params.slug,
-          'new_deposit',
-        );
+        // The decimals limit is a shape check that needs the product: after ownership, before
+        // the product's state (DECISIONS: request shape first), so a paused product still says
+        // invalid_amount for an amount no product of its asset could take.
+        const product = await productOf(request, deps.products, (p) => {
+          if (!parseAmount(raw, p.assetDecimals).ok) {
+            throw new ApiError(
+              'invalid_amount',
+              `amount has more than ${p.assetDecimals} decimal places.`,
+            );
+          }
+        });
         const amount = parseAmount(raw, product.assetDecimals);
-        if (!amount.ok) {
-          throw new ApiError(
-            'invalid_amount',
-            `amount has more than ${product.assetDecimals} decimal places.`,
-          );
-        }
+        if (!amount.ok) throw new ApiError('invalid_amount'); // checked above; narrows the type
         const apy = await deps.snapshots.latestNetApy(product.id);
         if (apy === undefined) {
+          // Only when the underlying vault itself has no measured day yet (a product launched
+          // today is priced on the underlying's estimate): retry when the current UTC day closes.
           throw new ApiError(
             'service_unavailable',
-            'No APY has been measured for this product yet; retry after its first full day.',
+            'No APY can be measured for this product yet; retry after the current UTC day closes.',
+            { 'retry-after': String(secondsToNextUtcDay(new Date())) },
           );
         }
         reply.header('cache-control', 'no-store');
         return {
           success: true as const,
-          data: projectYield(amount.base, product.assetDecimals, apy),
+          data: {
+            ...projectYield(amount.base, product.assetDecimals, apy.value),
+            apy_basis: apy.basis,
+          },
         };
       },
     );
   };
+}
+
+/** Seconds until the next 00:00 UTC, plus a minute for the day's snapshot to be written. */
+function secondsToNextUtcDay(now: Date): number {
+  const ms = now.getTime();
+  return Math.ceil((86_400_000 - (ms % 86_400_000)) / 1000) + 60;
 }

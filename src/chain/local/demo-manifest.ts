@@ -152,7 +152,3 @@ export function allDemoProducts(): DemoProduct[] {
 export function deployedDemoProducts(): DemoProduct[] {
   return allDemoProducts().filter((p) => p.status !== 'pending_deploy');
 }
-
-export function demoProductBySlug(slug: string): DemoProduct | undefined {
-  return allDemoProducts().find((p) => p.slug === slug);
-}

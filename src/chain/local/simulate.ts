@@ -273,7 +273,12 @@ export async function simulateHistory(
       ),
     );
     for (const [i, { engine, user, fraction }] of exits.entries()) {
-      const shares = (balances[i]! * fraction) / 10_000n;
+      // The first client of the engine that ends deprecated never leaves entirely (before or after
+      // the deprecation): the demo always has a wallet holding a position in an exit-only product
+      // (a case partners must render).
+      const keeps =
+        engine.product.status === 'deprecated' && user === clientele.get(engine.address)![0];
+      const shares = (balances[i]! * (keeps ? minBig(fraction, 5_000n) : fraction)) / 10_000n;
       if (shares === 0n) continue;
       if (engine.product.vaultKind === 'async') {
         await send(
@@ -327,4 +332,8 @@ export async function simulateHistory(
     holders.set(engine.address, list);
   }
   return { transactions, blocks, lastBlock, lastTimestamp: builder.timestamp, holders };
+}
+
+function minBig(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
 }

@@ -15,6 +15,13 @@ const ACTION_LABEL: Record<string, string> = {
   'key.revoked': 'Revoked a key',
   'passkey.registered': 'Added a passkey',
   'passkey.removed': 'Removed a passkey',
+  'webhook.added': 'Added a webhook destination',
+  'webhook.rotated': 'Rotated a webhook secret',
+  'webhook.removed': 'Removed a webhook destination',
+  'webhook.enabled': 'Re-enabled a webhook destination',
+  'webhook.pinged': 'Sent a test event',
+  'webhook.replayed': 'Replayed deliveries',
+  'inbound.secret_set': 'Set the inbound secret',
 };
 
 export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {

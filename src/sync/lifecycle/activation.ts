@@ -50,6 +50,7 @@ export function createActivation(deps: ActivationDeps) {
       underlyingVault: p.underlyingVaultAddress,
       blockNumber: receipt.blockNumber,
       blockTimestamp: at,
+      totalFeeBps: p.serviceFeeBps + p.partnerFeeBps,
     });
     const moved = await db.transaction(async (tx) => {
       const ok = await createProductsRepo(tx).markDeployed(p.id, {

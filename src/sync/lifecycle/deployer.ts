@@ -26,6 +26,7 @@ import { chainErrorMessage, operatorWallet } from '../../chain/send-engine-call.
 import type { ProductDeploysRepo } from '../../db/product-deploys.ts';
 import type { Product, ProductsRepo } from '../../db/products.ts';
 import type { Logger } from '../../logger.ts';
+import { isRetryable } from '../../worker/errors.ts';
 import type { Activation } from './activation.ts';
 
 export interface DeployerDeps {
@@ -236,7 +237,11 @@ export function createDeployer(deps: DeployerDeps) {
         }
         if (await followDeployment(p, txHash, head)) deployed.push(p.slug);
       } catch (err) {
-        log.error({ slug: p.slug, err: chainErrorMessage(err) }, 'deployment step failed');
+        // A dropped database connection or an RPC hiccup is retried next tick: a warning.
+        log[isRetryable(err) ? 'warn' : 'error'](
+          { slug: p.slug, err: chainErrorMessage(err) },
+          'deployment step failed',
+        );
       }
     }
     return deployed;

@@ -2,16 +2,20 @@
  * The status follower: every deployed `active`/`paused` product follows its chain at the confirmed
  * block (head − depth, so a shallow reorg cannot flip a status): engine `paused()` → chain reason,
  * upstream vault not ok (src/chain/read-upstream-status.ts) → upstream reason, engine
- * `deprecated()` → `deprecated` (final). `vault_pause` events: see applyPauseReasons.
+ * `deprecated()` → `deprecated` (final), and the engine's fees in force → the product's
+ * `service_fee_bps`/`partner_fee_bps` (a decrease, or an increase applied after its notice; a merely
+ * scheduled increase is not in force). `vault_pause` events: see applyPauseReasons.
  */
 import type { ChainSettings } from '../../chain/chains.ts';
 import type { ChainClient } from '../../chain/client.ts';
 import { readEngineFlags } from '../../chain/read-engine-flags.ts';
+import { readFeesInForce } from '../../chain/read-fees-in-force.ts';
 import { readUpstreamStatus } from '../../chain/read-upstream-status.ts';
 import { chainErrorMessage } from '../../chain/send-engine-call.ts';
 import type { Database } from '../../db/client.ts';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { Logger } from '../../logger.ts';
+import { isRetryable } from '../../worker/errors.ts';
 import { applyPauseReasons } from './status.ts';
 
 export interface StatusFollowerDeps {
@@ -35,8 +39,9 @@ export function createStatusFollower(deps: StatusFollowerDeps) {
       if (p.status !== 'active' && p.status !== 'paused') continue;
       if (!p.engineAddress || p.deployedBlock === null || p.deployedBlock > confirmed) continue;
       try {
-        const [flags, upstream] = await Promise.all([
+        const [flags, fees, upstream] = await Promise.all([
           readEngineFlags(client, { engine: p.engineAddress, blockNumber: confirmed }),
+          readFeesInForce(client, { engine: p.engineAddress, blockNumber: confirmed }),
           readUpstreamStatus(client, {
             vault: p.underlyingVaultAddress,
             engine: p.engineAddress,
@@ -44,6 +49,12 @@ export function createStatusFollower(deps: StatusFollowerDeps) {
           }),
         ]);
         const halted = !upstream.ok;
+        if (await products.setFeesInForce(p.id, fees)) {
+          log.info(
+            { slug: p.slug, from: [p.serviceFeeBps, p.partnerFeeBps], to: fees },
+            'product fees follow the engine',
+          );
+        }
         if (flags.deprecated) {
           if (await products.markDeprecated(p.id)) {
             moved.push(p.slug);
@@ -71,7 +82,11 @@ export function createStatusFollower(deps: StatusFollowerDeps) {
           );
         }
       } catch (err) {
-        log.error({ slug: p.slug, err: chainErrorMessage(err) }, 'status read failed');
+        // A dropped database connection or an RPC hiccup is retried next tick: a warning.
+        log[isRetryable(err) ? 'warn' : 'error'](
+          { slug: p.slug, err: chainErrorMessage(err) },
+          'status read failed',
+        );
       }
     }
     return moved;

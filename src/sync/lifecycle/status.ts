@@ -6,16 +6,12 @@ import type { Database } from '../../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../../db/events.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../db/products.ts';
 import { outboundPayload } from '../../webhooks/event-catalogue.ts';
+import { utcDate } from '../day-boundary.ts';
 
 export interface PauseReasons {
   operatorPaused?: boolean;
   chainPaused?: boolean;
   upstreamHalted?: boolean;
-}
-
-/** `YYYY-MM-DD` of a time in UTC. */
-export function utcDate(d: Date): string {
-  return d.toISOString().slice(0, 10);
 }
 
 /**
@@ -45,7 +41,7 @@ export async function applyPauseReasons(
         payload: outboundPayload('vault_pause', { slug: product.slug, status: 'paused' }),
         occurredAt: now,
       };
-      const day = utcDate(now);
+      const day = utcDate(Math.floor(now.getTime() / 1000));
       eventStored = !!(await events.insert({
         ...base,
         dedupeKey: dedupeKey.pause(product.slug, day),

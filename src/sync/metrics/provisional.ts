@@ -7,7 +7,10 @@
  * boundary reads (metrics.ts readBoundary): engine accountingSnapshot (total assets; supply plus
  * pending fee shares), the cumulative fee counters and the pending fees, the underlying vault's totalAssets and
  * totalSupply. Right after deployment the engine is empty, so its figures are typically 0.
- * - APYs are null: there is no previous day (as on any first day).
+ * - APYs are null: there is no previous day (as on any first day). The row carries instead the
+ *   launch-day ESTIMATE (underlying-estimate.ts): the underlying vault's APY over the last day
+ *   finished before the deployment, with the engine's fees applied; the API serves it labelled
+ *   `apy_basis: "underlying_estimate"` until the engine has a full day of its own.
  * - Daily figures (yield and fees of the day) are null, not 0: the day is not over, and a 0 would
  *   read as a measured quiet day. fee-stats lists only rows with daily figures, so it never shows
  *   this row. Flows (deposits, withdrawals) are 0: none before the deployment block.
@@ -19,13 +22,16 @@ import { readEngineFigures } from '../../chain/read-engine-figures.ts';
 import { readPendingFees } from '../../chain/read-pending-fees.ts';
 import { readVaultTotals } from '../../chain/read-vault-totals.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
+import { addDays } from '../day-boundary.ts';
 import type { BoundaryReads } from './compute.ts';
+import { type ApyEstimate, readUnderlyingEstimate } from './underlying-estimate.ts';
 
 /** The provisional row of `date` from the reads at the deployment block. Pure. */
 export function provisionalSnapshot(
   productId: string,
   date: string,
   reads: BoundaryReads,
+  estimate: ApyEstimate | null = null,
 ): Snapshot {
   return {
     productId,
@@ -48,6 +54,8 @@ export function provisionalSnapshot(
     dailyPartnerFee: null,
     dailyServiceFee: null,
     provisional: true,
+    estimatedUnderlyingApy: estimate?.underlyingApy ?? null,
+    estimatedNetApy: estimate?.netApyForUser ?? null,
   };
 }
 
@@ -60,20 +68,34 @@ export async function readProvisionalSnapshot(
     underlyingVault: `0x${string}`;
     blockNumber: bigint;
     blockTimestamp: Date;
+    /** service_fee_bps + partner_fee_bps, for the launch-day estimate. */
+    totalFeeBps: number;
   },
 ): Promise<Snapshot> {
   const { engine, underlyingVault: vault, blockNumber } = args;
-  const [engineFigures, pending, vaultTotals] = await Promise.all([
+  const date = args.blockTimestamp.toISOString().slice(0, 10);
+  const [engineFigures, pending, vaultTotals, estimate] = await Promise.all([
     readEngineFigures(client, { engine, blockNumber }),
     readPendingFees(client, { engine, blockNumber }),
     readVaultTotals(client, { vault, blockNumber }),
+    readUnderlyingEstimate(client, {
+      vault,
+      day: addDays(date, -1),
+      totalFeeBps: args.totalFeeBps,
+      hi: blockNumber,
+    }),
   ]);
-  return provisionalSnapshot(args.productId, args.blockTimestamp.toISOString().slice(0, 10), {
-    blockNumber,
-    blockTimestamp: args.blockTimestamp,
-    ...engineFigures,
-    ...pending,
-    underlyingAssets: vaultTotals.totalAssets,
-    underlyingSupply: vaultTotals.totalSupply,
-  });
+  return provisionalSnapshot(
+    args.productId,
+    date,
+    {
+      blockNumber,
+      blockTimestamp: args.blockTimestamp,
+      ...engineFigures,
+      ...pending,
+      underlyingAssets: vaultTotals.totalAssets,
+      underlyingSupply: vaultTotals.totalSupply,
+    },
+    estimate,
+  );
 }

@@ -270,25 +270,45 @@ export function createEngineHelpers(product: EngineProduct, publicClient: ChainR
 
 export type EngineHelpers = ReturnType<typeof createEngineHelpers>;
 
+export interface SendCallsOptions {
+  /**
+   * Gas added to each call's estimate, in percent. Default 25. An engine call accrues fees and
+   * interest for the time since the last one, so a call mined a few seconds after its estimate can
+   * need more gas than estimated (an exact estimate then runs out of gas and reverts).
+   */
+  gasMarginPercent?: number;
+}
+
 /**
  * Sends the calls in order from `walletClient`'s account, waiting for each receipt (an approve
- * must be mined before the deposit that spends it). Throws if one reverts; returns the receipts.
+ * must be mined before the deposit that spends it), each with its gas estimate plus a margin.
+ * Throws if one reverts; returns the receipts.
  */
 export async function sendCalls(
   walletClient: Pick<
     WalletClient<Transport, Chain | undefined, Account>,
     'sendTransaction' | 'account' | 'chain'
   >,
-  publicClient: Pick<PublicClient, 'waitForTransactionReceipt'>,
+  publicClient: Pick<PublicClient, 'waitForTransactionReceipt' | 'estimateGas'>,
   calls: readonly EngineCall[],
+  options: SendCallsOptions = {},
 ): Promise<TransactionReceipt[]> {
+  const margin = BigInt(Math.round((options.gasMarginPercent ?? 25) * 100));
   const receipts: TransactionReceipt[] = [];
   for (const call of calls) {
+    // Estimated here, after the previous call is mined (a deposit cannot be estimated before the
+    // approve it spends).
+    const estimate = await publicClient.estimateGas({
+      account: walletClient.account,
+      to: call.to,
+      data: call.data,
+    });
     const hash: Hash = await walletClient.sendTransaction({
       account: walletClient.account,
       chain: walletClient.chain ?? null,
       to: call.to,
       data: call.data,
+      gas: estimate + (estimate * margin) / 10_000n,
     });
     const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== 'success') {

@@ -12,103 +12,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                asset_address: string;
-                                asset_decimals: number;
-                                asset_symbol: string;
-                                chain: string;
-                                chain_id: number;
-                                display_name: string;
-                                /** @description EIP-55 address of the engine; null while pending_deploy */
-                                engine_contract_address: string | null;
-                                /** @description Latest daily snapshot; null while pending_deploy (and until the first snapshot) */
-                                latest_metrics: {
-                                    /**
-                                     * Format: date
-                                     * @description UTC day of the snapshot
-                                     */
-                                    as_of_date: string;
-                                    /** @description Total assets in the engine, in whole asset units */
-                                    engine_total_assets: string;
-                                    /** @description APY after fees, decimal fraction, 6 places. Null only on a product's first day, before a day-over-day change exists. */
-                                    net_apy_for_user: string | null;
-                                    /** @description APY of the underlying vault, decimal fraction, 6 places. Null only on a product's first day, before a day-over-day change exists. */
-                                    underlying_apy: string | null;
-                                } | null;
-                                /** @description Partner display name */
-                                partner: string;
-                                partner_fee_bps: number;
-                                risk_label: "low" | "medium" | "high";
-                                service_fee_bps: number;
-                                slug: string;
-                                status: "pending_deploy" | "active" | "paused" | "deprecated";
-                                underlying_vault_address: string;
-                            }[];
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List products
+         * @description Every product of the key's partner in the key's environment (live or sandbox), across chains, with its latest daily metrics.
+         */
+        get: operations["listProducts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -124,134 +32,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Product slug */
-                    slug: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                asset_address: string;
-                                asset_decimals: number;
-                                asset_symbol: string;
-                                chain: string;
-                                chain_id: number;
-                                display_name: string;
-                                /** @description EIP-55 address of the engine; null while pending_deploy */
-                                engine_contract_address: string | null;
-                                /** @description Latest daily snapshot; null while pending_deploy (and until the first snapshot) */
-                                latest_metrics: {
-                                    /**
-                                     * Format: date
-                                     * @description UTC day of the snapshot
-                                     */
-                                    as_of_date: string;
-                                    /** @description Total assets in the engine, in whole asset units */
-                                    engine_total_assets: string;
-                                    /** @description APY after fees, decimal fraction, 6 places. Null only on a product's first day, before a day-over-day change exists. */
-                                    net_apy_for_user: string | null;
-                                    /** @description APY of the underlying vault, decimal fraction, 6 places. Null only on a product's first day, before a day-over-day change exists. */
-                                    underlying_apy: string | null;
-                                } | null;
-                                /** @description Partner display name */
-                                partner: string;
-                                partner_fee_bps: number;
-                                risk_label: "low" | "medium" | "high";
-                                service_fee_bps: number;
-                                slug: string;
-                                status: "pending_deploy" | "active" | "paused" | "deprecated";
-                                underlying_vault_address: string;
-                            };
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_owned`: This product belongs to another partner. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_owned";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_found`: Not found. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_found";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get a product
+         * @description One product, in every state (pending_deploy, active, paused, deprecated).
+         */
+        get: operations["getProduct"];
         put?: never;
         post?: never;
         delete?: never;
@@ -267,141 +52,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Window length in days, ending at the latest finished day (the newest day with a snapshot; today never has one). Default 30. */
-                    days?: "7" | "30" | "180";
-                };
-                header?: never;
-                path: {
-                    /** @description Product slug */
-                    slug: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** Format: date */
-                                date: string;
-                                /** @description APY after fees, decimal fraction, 6 places */
-                                net_apy_for_user: string;
-                                /** @description APY of the underlying vault, decimal fraction, 6 places */
-                                underlying_apy: string;
-                            }[];
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `invalid_days`: days must be one of 7, 30, 180. */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "invalid_days";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_owned`: This product belongs to another partner. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_owned";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_found`: Not found. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_found";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `engine_not_deployed`: The product engine is not deployed yet. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "engine_not_deployed";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * APY history
+         * @description One row per UTC day of the window (`days`, default 30), newest first, ending at the latest finished day: `days=N` gives N rows when N days of history exist. A day without a snapshot is absent, never invented. Only days of the engine's own (no launch-day estimate).
+         */
+        get: operations["getApyHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -417,157 +72,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    /** @description YYYY-MM-DD, UTC, inclusive. Alone: the 30 days ending then. */
-                    end_date?: string;
-                    /** @description YYYY-MM-DD, UTC, inclusive. Alone: up to today. Neither date: the 30 days ending at the latest finished day (the newest day with a snapshot; today never has one). */
-                    start_date?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description Product slug */
-                    slug: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Partner fee earned since deployment at the end of the day: minted (cumulative_partner_fee_minted) plus the partner part of the fee pending in the engine at the day-boundary block, whole asset units */
-                                cumulative_partner_fee_earned: string;
-                                /** @description The engine's cumulative partner fee counter at the day-boundary block: fees minted to the partner's recipient so far, valued at accrual, whole asset units */
-                                cumulative_partner_fee_minted: string;
-                                /** @description Service fee earned since deployment at the end of the day, defined as cumulative_partner_fee_earned, whole asset units */
-                                cumulative_service_fee_earned: string;
-                                /** @description The engine's cumulative service fee counter at the day-boundary block, whole asset units */
-                                cumulative_service_fee_minted: string;
-                                /** @description Partner fee earned that day: the change of cumulative_partner_fee_earned since the previous day, whole asset units. Negative when a loss removed a fee that was pending but not yet minted */
-                                daily_partner_fee_earned: string;
-                                /** @description Service fee earned that day, defined as daily_partner_fee_earned, whole asset units */
-                                daily_service_fee_earned: string;
-                                /** @description Gross yield of the day (before fees), whole asset units; negative on a loss */
-                                daily_yield_assets: string;
-                                /** Format: date */
-                                date: string;
-                                /** @description Engine total assets at the end of the day, whole asset units */
-                                engine_total_assets: string;
-                                /** @description APY after fees, decimal fraction, 6 places */
-                                net_apy_for_user: string;
-                            }[];
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `invalid_date`: Dates must be real YYYY-MM-DD days, start before end. `range_too_large`: The date span must not exceed 365 days. */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "invalid_date" | "range_too_large";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_owned`: This product belongs to another partner. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_owned";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_found`: Not found. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_found";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `engine_not_deployed`: The product engine is not deployed yet. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "engine_not_deployed";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Fee-split statistics
+         * @description Daily yield, partner fee and service fee, oldest first, for reconciliation. Without dates: the 30 days ending at the latest finished day. Only `start_date`: up to today. Only `end_date`: the 30 days ending then. A span over 365 days is 400 `range_too_large`.
+         */
+        get: operations["getFeeStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -583,140 +92,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Product slug */
-                    slug: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Pause state of the engine contract */
-                                is_paused: boolean;
-                                /** @description Block the flags were read at */
-                                last_block: number;
-                                /** @description Free text; may be empty */
-                                notes: string;
-                                /** @description The underlying vault works normally: not paused upstream, accepting deposits */
-                                underlying_ok: boolean;
-                            };
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_owned`: This product belongs to another partner. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_owned";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_found`: Not found. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_found";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `engine_not_deployed`: The product engine is not deployed yet. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "engine_not_deployed";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "chain_rpc_unavailable";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Product health
+         * @description Operational flags read from the chain: gate the deposit action on `is_paused` and `underlying_ok`. 503 `chain_rpc_unavailable` when the chain cannot be read (retry after 30 s).
+         */
+        get: operations["getProductHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -732,157 +112,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    address?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description Product slug */
-                    slug: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description Asset value of the shares, in whole asset units */
-                                assets: string;
-                                product_slug: string;
-                                /** @description Engine shares, in whole share units (engine decimals) */
-                                shares: string;
-                                /** @description USD value, rounded toward zero to cents */
-                                usd_value: string;
-                                /** @description EIP-55 checksummed address */
-                                wallet_address: string;
-                            };
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `invalid_address`: address must be a 0x-prefixed, 42-character hexadecimal string. `chain_not_supported`: The address checksum does not match, or the product chain does not support it. */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "invalid_address" | "chain_not_supported";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_owned`: This product belongs to another partner. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_owned";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_found`: Not found. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_found";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `engine_not_deployed`: The product engine is not deployed yet. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "engine_not_deployed";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "chain_rpc_unavailable";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Wallet position
+         * @description One wallet's shares and their value in one product, read from the chain at one block. Served in every deployed state, so holders of a paused or deprecated product can still exit.
+         */
+        get: operations["getPosition"];
         put?: never;
         post?: never;
         delete?: never;
@@ -898,171 +132,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Required. Principal in whole asset units: a plain decimal, > 0, ≤ 2^256, at most asset_decimals fractional digits */
-                    amount?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description Product slug */
-                    slug: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @description principal × apy, toward zero to asset decimals */
-                                annual_yield: string;
-                                /** @description principal × ((1 + apy)^(1/12) − 1), toward zero to asset decimals */
-                                monthly_yield: string;
-                                /** @description The APY used: the latest measured net APY, 6 places */
-                                net_apy_for_user: string;
-                                /** @description The amount, normalised, in whole asset units */
-                                principal: string;
-                            };
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `invalid_amount`: amount must be a plain decimal greater than 0 and at most 2^256. */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "invalid_amount";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_owned`: This product belongs to another partner. */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_owned";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `not_found`: Not found. */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "not_found";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `engine_not_deployed`: The product engine is not deployed yet. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "engine_not_deployed";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `product_deprecated`: The product is deprecated: withdrawals only. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "product_deprecated";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `product_paused`: The product is paused. `service_unavailable`: The service is not ready. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "product_paused" | "service_unavailable";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Project yield
+         * @description A projection (not a guarantee) of a new deposit's annual and monthly yield at the product's latest net APY (`apy_basis` says whether it is measured on the engine or estimated from the underlying vault on launch day). Prices a new deposit: a paused product answers 503 `product_paused`, a deprecated one 410 `product_deprecated`.
+         */
+        get: operations["getYieldProjection"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1081,177 +155,12 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Push an event to the service
-         * @description Signed with the inbound secret of the key environment. Checks, in order: key (401), rate limit (429), media type (415) and size (413), signature (401 `signature_mismatch`), `Idempotency-Key` (400 `missing_idempotency_key`), event type (400 `unknown_event`), body (400 `invalid_payload`), idempotency (200 with `duplicate: true`, or 409 `idempotency_conflict`). Accepted event types: `ping`, `deposit.submitted`, `redeem.submitted`.
+         * Push an inbound event
+         * @description The partner pushes a signed event (`ping`, `deposit.submitted`, `redeem.submitted`). Signed with HMAC-SHA256 over the raw body under the inbound secret; idempotent per `Idempotency-Key`.
+         *
+         *     Signed with the inbound secret of the key environment. Checks, in order: key (401), rate limit (429), media type (415) and size (413), signature (401 `signature_mismatch`), `Idempotency-Key` (400 `missing_idempotency_key`), event type (400 `unknown_event`), body (400 `invalid_payload`), idempotency (200 with `duplicate: true`, or 409 `idempotency_conflict`). Accepted event types: `ping`, `deposit.submitted`, `redeem.submitted`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description Unique key of the delivery: 1 to 255 printable ASCII characters, scoped to your partner (both environments) and kept at least 30 days. The same request again answers the original event with `duplicate: true`; another body or event type under the key is 409. */
-                    "Idempotency-Key": string;
-                    /** @description Event type; one of the allowlist. */
-                    "X-Service-Event": "ping" | "deposit.submitted" | "redeem.submitted";
-                    /** @description Lowercase hex HMAC-SHA256 of the exact request body bytes, keyed with the inbound secret (`whsec_…`, as UTF-8) of the API key environment. */
-                    "X-Service-Signature": string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The event data; its shape depends on `X-Service-Event`. `ping`: any object. `deposit.submitted`: `{ product_slug, chain_id, tx_hash, user_address, amount }`. `redeem.submitted`: `{ product_slug, chain_id, tx_hash, user_address, shares }`. No other fields are accepted. */
-                        data: {
-                            /** @description Assets deposited, plain decimal string in whole asset units. */
-                            amount: string;
-                            /** @description Chain id of the transaction (JSON integer). */
-                            chain_id: number;
-                            /** @description Slug of one of your products in the environment of the API key, on the chain of `chain_id`. */
-                            product_slug: string;
-                            /** @description Hash of the transaction the user broadcast; any case, stored lowercase. */
-                            tx_hash: string;
-                            /** @description The user address (0x-prefixed, 40 hex digits). */
-                            user_address: string;
-                        } | {
-                            /** @description Chain id of the transaction (JSON integer). */
-                            chain_id: number;
-                            /** @description Slug of one of your products in the environment of the API key, on the chain of `chain_id`. */
-                            product_slug: string;
-                            /** @description Shares redeemed, plain decimal string in whole share units. */
-                            shares: string;
-                            /** @description Hash of the transaction the user broadcast; any case, stored lowercase. */
-                            tx_hash: string;
-                            /** @description The user address (0x-prefixed, 40 hex digits). */
-                            user_address: string;
-                        } | {
-                            [key: string]: unknown;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description When the event happened: ISO 8601 date-time in UTC with `Z`.
-                         */
-                        occurred_at: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Stored (`duplicate: false`), or stored before under this Idempotency-Key (`duplicate: true`). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description True when this Idempotency-Key was seen before: a no-op answering the original */
-                            duplicate: boolean;
-                            /** @description Id of the stored event (the original one if duplicate) */
-                            event_id: number;
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `missing_idempotency_key`: The Idempotency-Key header is required. `unknown_event`: The event type is not accepted. `invalid_payload`: The request body is not valid. */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_idempotency_key" | "unknown_event" | "invalid_payload";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. `signature_mismatch`: The signature does not verify. */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key" | "signature_mismatch";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `idempotency_conflict`: This Idempotency-Key was used with another body, or its first request is in flight. */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "idempotency_conflict";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `payload_too_large`: The request body exceeds 64 KiB. */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "payload_too_large";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `unsupported_media_type`: Content-Type must be application/json. */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "unsupported_media_type";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "rate_limited";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postInboundEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1265,33 +174,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @enum {string} */
-                                status: "ok";
-                            };
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Liveness probe
+         * @description Answers while the process runs. No key; never rate limited.
+         */
+        get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1307,64 +194,11 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @enum {string} */
-                                database: "ok";
-                                redis: "ok" | "not_configured";
-                                /** @enum {string} */
-                                status: "ready";
-                            };
-                            /** @enum {boolean} */
-                            success: true;
-                        };
-                    };
-                };
-                /** @description `internal_error`: Internal error; safe to retry with backoff. */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "internal_error";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-                /** @description `service_unavailable`: The service is not ready. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: "service_unavailable";
-                            message: string;
-                            /** @enum {boolean} */
-                            success: false;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Readiness probe
+         * @description Answers 200 once the service can serve partner requests (its database, Redis when configured, and the chain runtime); 503 `service_unavailable` naming the part that is not ready otherwise. No key.
+         */
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1413,6 +247,28 @@ export type webhooks = {
          *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
          */
         post: operations["webhook_deposit_confirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ping
+         * @description A test event, sent on request to one destination only (whatever event types it subscribes to) to check that it receives and verifies deliveries. Carries no business data; answer `2xx`.
+         *
+         *     Dedupe key: (event_type, event id): every request sends a new one.
+         */
+        post: operations["webhook_ping"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1532,30 +388,1419 @@ export type webhooks = {
 };
 export type components = {
     schemas: {
-        ErrorEnvelope: {
-            /** @description Stable machine-readable code; switch on it. */
-            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key" | "rate_limited" | "not_found" | "not_owned" | "engine_not_deployed" | "product_paused" | "product_deprecated" | "invalid_address" | "chain_not_supported" | "invalid_amount" | "range_too_large" | "invalid_days" | "invalid_date" | "signature_mismatch" | "missing_idempotency_key" | "unknown_event" | "invalid_payload" | "idempotency_conflict" | "idempotency_replay" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "chain_rpc_unavailable" | "service_unavailable";
+        /**
+         * @description Where the APYs come from. `engine`: measured on the engine's own day (its share price at two day boundaries). `underlying_estimate`: the product has no full day of its own yet (launched today or yesterday, or the engine holds no shares), so the figures are the underlying vault's measured APY of its latest day, and that APY with the engine's fees applied to the gain.
+         * @enum {string}
+         */
+        ApyBasis: "engine" | "underlying_estimate";
+        ApyHistoryRow: {
+            /** Format: date */
+            date: string;
+            /** @description APY after fees, decimal fraction, 6 places */
+            net_apy_for_user: string;
+            /** @description APY of the underlying vault, decimal fraction, 6 places */
+            underlying_apy: string;
+        };
+        /** @description The error envelope of every error answer. Switch on `code`; `message` is for people and may change. */
+        Error: {
+            /**
+             * @description Stable machine-readable code (see the table in the description; `idempotency_replay` is the catalogue name of an inbound duplicate, answered 200 with `duplicate: true`).
+             * @enum {string}
+             */
+            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key" | "rate_limited" | "not_found" | "not_owned" | "engine_not_deployed" | "product_paused" | "product_deprecated" | "invalid_address" | "chain_not_supported" | "invalid_amount" | "range_too_large" | "invalid_days" | "invalid_date" | "signature_mismatch" | "missing_idempotency_key" | "unknown_event" | "invalid_payload" | "idempotency_conflict" | "idempotency_replay" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "internal_error" | "chain_rpc_unavailable" | "service_unavailable";
             /** @description Human-readable; wording may change; do not parse. */
             message: string;
             /** @enum {boolean} */
             success: false;
         };
+        FeeStatsRow: {
+            /** @description Partner fee earned since deployment at the end of the day: minted (cumulative_partner_fee_minted) plus the partner part of the fee pending in the engine at the day-boundary block, whole asset units */
+            cumulative_partner_fee_earned: string;
+            /** @description The engine's cumulative partner fee counter at the day-boundary block: fees minted to the partner's recipient so far, valued at accrual, whole asset units */
+            cumulative_partner_fee_minted: string;
+            /** @description Service fee earned since deployment at the end of the day, defined as cumulative_partner_fee_earned, whole asset units */
+            cumulative_service_fee_earned: string;
+            /** @description The engine's cumulative service fee counter at the day-boundary block, whole asset units */
+            cumulative_service_fee_minted: string;
+            /** @description Partner fee earned that day: the change of cumulative_partner_fee_earned since the previous day, whole asset units. Negative when a loss removed a fee that was pending but not yet minted */
+            daily_partner_fee_earned: string;
+            /** @description Service fee earned that day, defined as daily_partner_fee_earned, whole asset units */
+            daily_service_fee_earned: string;
+            /** @description Gross yield of the day (before fees), whole asset units; negative on a loss */
+            daily_yield_assets: string;
+            /** Format: date */
+            date: string;
+            /** @description Engine total assets at the end of the day, whole asset units */
+            engine_total_assets: string;
+            /** @description APY after fees, decimal fraction, 6 places */
+            net_apy_for_user: string;
+        };
+        Health: {
+            /** @description Pause state of the engine contract */
+            is_paused: boolean;
+            /** @description Block the flags were read at */
+            last_block: number;
+            /** @description Free text; may be empty */
+            notes: string;
+            /** @description The underlying vault works normally: not paused upstream, accepting deposits */
+            underlying_ok: boolean;
+        };
+        /** @description Stored (`duplicate: false`), or stored before under this Idempotency-Key (`duplicate: true`). */
+        InboundAck: {
+            /** @description True when this Idempotency-Key was seen before: a no-op answering the original */
+            duplicate: boolean;
+            /** @description Id of the stored event (the original one if duplicate) */
+            event_id: number;
+            /** @enum {boolean} */
+            success: true;
+        };
+        LatestMetrics: {
+            apy_basis: components["schemas"]["ApyBasis"];
+            /**
+             * Format: date
+             * @description UTC day of the snapshot
+             */
+            as_of_date: string;
+            /** @description Total assets in the engine, in whole asset units */
+            engine_total_assets: string;
+            /** @description APY after fees, decimal fraction, 6 places */
+            net_apy_for_user: string;
+            /** @description APY of the underlying vault, decimal fraction, 6 places */
+            underlying_apy: string;
+        };
+        Position: {
+            /** @description Asset value of the shares, in whole asset units */
+            assets: string;
+            product_slug: string;
+            /** @description Engine shares, in whole share units (engine decimals) */
+            shares: string;
+            /** @description USD value, rounded toward zero to cents */
+            usd_value: string;
+            /** @description EIP-55 checksummed address */
+            wallet_address: string;
+        };
+        Product: {
+            asset_address: string;
+            asset_decimals: number;
+            asset_symbol: string;
+            chain: string;
+            chain_id: number;
+            display_name: string;
+            /** @description EIP-55 address of the engine; null while pending_deploy */
+            engine_contract_address: string | null;
+            /** @description Latest daily snapshot; null while pending_deploy. Otherwise always present, with APYs of the basis `apy_basis` names; the one exception is a product whose underlying vault is itself less than a day old (no APY can be measured on any basis yet): null until its first day closes. */
+            latest_metrics: components["schemas"]["LatestMetrics"] | null;
+            /** @description Partner display name */
+            partner: string;
+            partner_fee_bps: number;
+            /** @enum {string} */
+            risk_label: "low" | "medium" | "high";
+            service_fee_bps: number;
+            slug: string;
+            /** @enum {string} */
+            status: "pending_deploy" | "active" | "paused" | "deprecated";
+            underlying_vault_address: string;
+        };
+        YieldProjection: {
+            /** @description principal × apy, toward zero to asset decimals */
+            annual_yield: string;
+            apy_basis: components["schemas"]["ApyBasis"];
+            /** @description principal × ((1 + apy)^(1/12) − 1), toward zero to asset decimals */
+            monthly_yield: string;
+            /** @description The APY used: the product's latest net APY (of the basis `apy_basis` names), 6 places */
+            net_apy_for_user: string;
+            /** @description The amount, normalised, in whole asset units */
+            principal: string;
+        };
     };
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description How long the answer may be reused (guidance of the API; `no-store` for yield-calc). */
+        CacheControl: string;
+        /** @description The key's budget per 60-second window: 1000 (live) or 100 (sandbox). */
+        RateLimitLimit: number;
+        /** @description Requests left in the current window. */
+        RateLimitRemaining: number;
+        /** @description Seconds until the current window ends. */
+        RateLimitReset: number;
+        /** @description Id of the request in our logs: yours when you sent a plain `X-Request-Id` (≤ 128 of `A-Za-z0-9._:-`), else generated. Quote it to support. */
+        RequestId: string;
+        /** @description Seconds to wait before retrying (add 0–2 s of random jitter). */
+        RetryAfter: number;
+    };
     pathItems: never;
 };
 export type $defs = Record<string, never>;
 export interface operations {
+    listProducts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List products */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Product"][];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+        };
+    };
+    getProduct: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get a product */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Product"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+        };
+    };
+    getApyHistory: {
+        parameters: {
+            query?: {
+                /** @description Window length in days, ending at the latest finished day (the newest day with a snapshot; today never has one). Default 30. */
+                days?: 7 | 30 | 180;
+            };
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description APY history */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApyHistoryRow"][];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_days`: days must be one of 7, 30, 180. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "invalid_days";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `engine_not_deployed`: The product engine is not deployed yet. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "engine_not_deployed";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+        };
+    };
+    getFeeStats: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM-DD, UTC, inclusive. Alone: the 30 days ending then. */
+                end_date?: string;
+                /** @description YYYY-MM-DD, UTC, inclusive. Alone: up to today. Neither date: the 30 days ending at the latest finished day (the newest day with a snapshot; today never has one). */
+                start_date?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Fee-split statistics */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FeeStatsRow"][];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_date`: Dates must be real YYYY-MM-DD days, start before end. `range_too_large`: The date span must not exceed 365 days. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "invalid_date" | "range_too_large";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `engine_not_deployed`: The product engine is not deployed yet. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "engine_not_deployed";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+        };
+    };
+    getProductHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Product health */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Health"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `engine_not_deployed`: The product engine is not deployed yet. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "engine_not_deployed";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "chain_rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getPosition: {
+        parameters: {
+            query: {
+                address: string;
+            };
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Wallet position */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Position"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_address`: address must be a 0x-prefixed, 42-character hexadecimal string. `chain_not_supported`: The address checksum does not match, or the product chain does not support it. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "invalid_address" | "chain_not_supported";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `engine_not_deployed`: The product engine is not deployed yet. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "engine_not_deployed";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "chain_rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getYieldProjection: {
+        parameters: {
+            query: {
+                /** @description Required. Principal in whole asset units: a plain decimal, > 0, ≤ 2^256, at most asset_decimals fractional digits */
+                amount: string;
+            };
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Project yield */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["YieldProjection"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `invalid_amount`: amount must be a plain decimal greater than 0 and at most 2^256. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "invalid_amount";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `engine_not_deployed`: The product engine is not deployed yet. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "engine_not_deployed";
+                    };
+                };
+            };
+            /** @description `product_deprecated`: The product is deprecated: withdrawals only. */
+            410: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "product_deprecated";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `product_paused`: The product is paused. `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "product_paused" | "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postInboundEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unique key of the delivery: 1 to 255 printable ASCII characters, scoped to your partner (both environments) and kept at least 30 days. The same request again answers the original event with `duplicate: true`; another body or event type under the key is 409. */
+                "Idempotency-Key": string;
+                /** @description Event type; one of the allowlist. */
+                "X-Service-Event": "ping" | "deposit.submitted" | "redeem.submitted";
+                /** @description Lowercase hex HMAC-SHA256 of the exact request body bytes, keyed with the inbound secret (`whsec_…`, as UTF-8) of the API key environment. */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The event data; its shape depends on `X-Service-Event`. `ping`: any object. `deposit.submitted`: `{ product_slug, chain_id, tx_hash, user_address, amount }`. `redeem.submitted`: `{ product_slug, chain_id, tx_hash, user_address, shares }`. No other fields are accepted. */
+                    data: {
+                        /** @description Assets deposited, plain decimal string in whole asset units. */
+                        amount: string;
+                        /** @description Chain id of the transaction (JSON integer). */
+                        chain_id: number;
+                        /** @description Slug of one of your products in the environment of the API key, on the chain of `chain_id`. */
+                        product_slug: string;
+                        /** @description Hash of the transaction the user broadcast; any case, stored lowercase. */
+                        tx_hash: string;
+                        /** @description The user address (0x-prefixed, 40 hex digits). */
+                        user_address: string;
+                    } | {
+                        /** @description Chain id of the transaction (JSON integer). */
+                        chain_id: number;
+                        /** @description Slug of one of your products in the environment of the API key, on the chain of `chain_id`. */
+                        product_slug: string;
+                        /** @description Shares redeemed, plain decimal string in whole share units. */
+                        shares: string;
+                        /** @description Hash of the transaction the user broadcast; any case, stored lowercase. */
+                        tx_hash: string;
+                        /** @description The user address (0x-prefixed, 40 hex digits). */
+                        user_address: string;
+                    } | {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * Format: date-time
+                     * @description When the event happened: ISO 8601 date-time in UTC with `Z`.
+                     */
+                    occurred_at: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored (`duplicate: false`), or stored before under this Idempotency-Key (`duplicate: true`). */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboundAck"];
+                };
+            };
+            /** @description `missing_idempotency_key`: The Idempotency-Key header is required. `unknown_event`: The event type is not accepted. `invalid_payload`: The request body is not valid. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_idempotency_key" | "unknown_event" | "invalid_payload";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. `signature_mismatch`: The signature does not verify. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key" | "signature_mismatch";
+                    };
+                };
+            };
+            /** @description `idempotency_conflict`: This Idempotency-Key was used with another body, or its first request is in flight. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description `payload_too_large`: The request body exceeds 64 KiB. */
+            413: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description `unsupported_media_type`: Content-Type must be application/json. */
+            415: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Liveness probe */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            status: "ok";
+                        };
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `malformed_request`: the request is not well-formed HTTP. */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request";
+                    };
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Readiness probe */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /**
+                             * @description The chain runtime (clients of every configured chain) is up
+                             * @enum {string}
+                             */
+                            chains: "ok" | "not_configured";
+                            /** @enum {string} */
+                            database: "ok";
+                            /** @enum {string} */
+                            redis: "ok" | "not_configured";
+                            /** @enum {string} */
+                            status: "ready";
+                        };
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `malformed_request`: the request is not well-formed HTTP. */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
     webhook_apy_change: {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1603,9 +1848,17 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1664,13 +1917,70 @@ export interface operations {
             };
         };
     };
+    webhook_ping: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "destination_id": "whk_7Xq2mZp9LwV4kR8sT3nB1c",
+                 *       "sent_at": "2026-03-01T12:00:00.000Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The destination the test event was sent to. */
+                    destination_id: string;
+                    /**
+                     * Format: date-time
+                     * @description When the test event was requested, ISO 8601 UTC with `Z`.
+                     */
+                    sent_at: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     webhook_product_deployed: {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1724,9 +2034,17 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1789,9 +2107,17 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1854,9 +2180,17 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1904,9 +2238,17 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
                 /** @description The event type (the key of this entry). */
                 "X-Service-Event": string;
-                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. */
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
             path?: never;
@@ -1944,4 +2286,4 @@ export interface operations {
 }
 
 /** The outbound event types of the catalogue, from the document's webhooks section. */
-export const webhookEventTypes = ["apy_change","deposit.confirmed","product.deployed","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;
+export const webhookEventTypes = ["apy_change","deposit.confirmed","ping","product.deployed","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;

@@ -1,0 +1,56 @@
+/**
+ * The OpenAPI document, served at /openapi.json and rendered at /docs. It is generated from the
+ * schemas the routes validate and serialise with, so it cannot drift from what the API does; this
+ * module holds only what no route declares: the document's header, the error catalogue table, the
+ * security scheme and the outbound webhooks.
+ */
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { openApiWebhooks } from '../webhooks/event-catalogue.ts';
+import { ERROR_CATALOGUE, type ErrorCode } from './errors.ts';
+import type { BaseApp } from './fastify-app.ts';
+import { finishOpenApiDocument } from './openapi-document.ts';
+import { ErrorEnvelope } from './schemas.ts';
+
+const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
+  .map(
+    (code) =>
+      `| \`${code}\` | ${ERROR_CATALOGUE[code].status} | ${ERROR_CATALOGUE[code].message} |`,
+  )
+  .join('\n');
+
+export const OPENAPI_BASE = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Partner Yield API',
+    version: '1.0.0',
+    description:
+      'Partner API of the partner yield service: reads, and the signed inbound webhook. Every error is `{ success: false, code, message }`; ' +
+      'switch on `code`. Amounts are decimal strings in whole asset units; APYs are decimal fractions with 6 places.\n\n' +
+      'Products, product detail, apy-history and fee-stats answers of 1 KiB or more are sent gzip-encoded (`Content-Encoding: gzip`) ' +
+      "when the request's `Accept-Encoding` takes gzip, and as plain JSON otherwise; they carry `Vary: Accept-Encoding`.\n\n" +
+      `| code | HTTP | meaning |\n|---|---|---|\n${catalogueTable}`,
+  },
+  components: {
+    schemas: { ErrorEnvelope },
+    securitySchemes: {
+      ApiKey: { type: 'apiKey' as const, in: 'header' as const, name: 'X-Api-Key' },
+    },
+  },
+};
+
+/** Registers the document generator; call before the routes it describes are registered. */
+export async function registerOpenApi(app: BaseApp): Promise<void> {
+  await app.register(swagger, {
+    openapi: { ...OPENAPI_BASE, webhooks: openApiWebhooks() },
+    // Operation metadata, named components, headers and the contract's parameter types.
+    transformObject: (document) =>
+      'openapiObject' in document
+        ? (finishOpenApiDocument(document.openapiObject as Record<string, unknown>) as Partial<
+            typeof document.openapiObject
+          >)
+        : document.swaggerObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

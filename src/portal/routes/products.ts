@@ -1,0 +1,366 @@
+/**
+ * Dashboards: the products of an environment (status, APYs, TVL, a health badge) and a product's
+ * page with charts of net vs underlying APY, TVL and fee earnings over 7/30/180/365 days, plus a
+ * CSV of fee-stats for any range. Every figure comes from the API's own read functions
+ * (db/snapshot-reads.ts, the fee-stats formatting of api/routes/fee-stats.ts) over the same day
+ * windows (api/date-range.ts), so the dashboard and the API cannot disagree.
+ *
+ * The charts' data travels in the page as JSON (exact decimal strings, the API's field names);
+ * static/charts.js draws it with uPlot, served by the portal itself.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { parseDay, trailingDays } from '../../api/date-range.ts';
+import { ApiError } from '../../api/errors.ts';
+import { feeStatsRows } from '../../api/routes/fee-stats.ts';
+import type { Member } from '../../db/portal-members.ts';
+import type { Environment, Product } from '../../db/products.ts';
+import type { SnapshotView } from '../../db/snapshot-reads.ts';
+import { formatUnits, toBaseUnits } from '../../money/index.ts';
+import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
+import { money, percent } from '../format.ts';
+import { type Html, html, raw } from '../html.ts';
+import { page } from '../layout.ts';
+
+export const CHART_DAYS = [7, 30, 180, 365] as const;
+const DAY_MS = 86_400_000;
+
+const STATUS_LABEL: Record<Product['status'], string> = {
+  pending_deploy: 'Deploying',
+  active: 'Active',
+  paused: 'Paused',
+  deprecated: 'Deprecated',
+};
+
+export interface HealthBadge {
+  level: 'ok' | 'warn' | 'bad' | 'neutral';
+  label: string;
+  detail: string;
+}
+
+/**
+ * The health badge, from what the service already knows (the status follower's flags and the
+ * newest snapshot), without a chain read on the page's path. Words first: the colour only repeats
+ * what the label says.
+ */
+export function healthOf(p: Product, latest: SnapshotView | undefined, now: Date): HealthBadge {
+  if (p.status === 'pending_deploy') {
+    return { level: 'neutral', label: 'Not deployed yet', detail: 'The engine is being deployed.' };
+  }
+  if (p.upstreamHalted) {
+    return {
+      level: 'bad',
+      label: 'Upstream halted',
+      detail: 'The underlying vault is not accepting deposits; withdrawals follow its rules.',
+    };
+  }
+  if (p.status === 'paused' || p.operatorPaused || p.chainPaused) {
+    return { level: 'warn', label: 'Paused', detail: 'Deposits are off; withdrawals work.' };
+  }
+  if (p.status === 'deprecated') {
+    return { level: 'warn', label: 'Withdrawals only', detail: 'Deprecated: hide deposits.' };
+  }
+  const age = latest ? (now.getTime() - Date.parse(`${latest.date}T00:00:00Z`)) / DAY_MS : 0;
+  if (latest && age > 2) {
+    return {
+      level: 'warn',
+      label: 'Figures delayed',
+      detail: `The newest daily figures are of ${latest.date}.`,
+    };
+  }
+  return { level: 'ok', label: 'Healthy', detail: 'Deposits and withdrawals work.' };
+}
+
+function badge(h: HealthBadge): Html {
+  const mark = { ok: '✓', warn: '!', bad: '✕', neutral: '…' }[h.level];
+  return html`<span class="badge badge-${h.level}" title="${h.detail}"><span aria-hidden="true">${mark}</span> ${h.label}</span>`;
+}
+
+function parseChartDays(raw: unknown): number {
+  if (raw === undefined) return 30;
+  const n = CHART_DAYS.find((d) => String(d) === raw);
+  if (n === undefined) {
+    throw new PortalError(400, 'No such period', 'Choose 7, 30, 180 or 365 days.');
+  }
+  return n;
+}
+
+/** The charts' data: the API's apy-history and fee-stats of one window, column by column. */
+export interface ChartData {
+  days: number;
+  from: string;
+  to: string;
+  asset: string;
+  apy_history: {
+    date: string[];
+    underlying_apy: string[];
+    net_apy_for_user: string[];
+    engine_total_assets: string[];
+  };
+  fee_stats: {
+    date: string[];
+    daily_partner_fee_earned: string[];
+    daily_service_fee_earned: string[];
+    cumulative_partner_fee_earned: string[];
+    cumulative_service_fee_earned: string[];
+  };
+}
+
+/** JSON inside a <script type="application/json">: nothing in it may close the element. */
+function jsonForScript(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c');
+}
+
+const CSV_COLUMNS = [
+  'date',
+  'engine_total_assets',
+  'daily_yield_assets',
+  'daily_partner_fee_earned',
+  'daily_service_fee_earned',
+  'cumulative_partner_fee_earned',
+  'cumulative_service_fee_earned',
+  'cumulative_partner_fee_minted',
+  'cumulative_service_fee_minted',
+  'net_apy_for_user',
+] as const;
+
+export function productsRoutes(ctx: PortalContext): FastifyPluginAsync {
+  return async (app) => {
+    const base = ctx.base;
+
+    /** A product of the member's partner in this environment, or 404. */
+    async function ownProduct(member: Member, env: Environment, slug: string): Promise<Product> {
+      const p = await ctx.products.getBySlug(slug);
+      if (!p || p.partnerId !== member.partnerId || p.environment !== env) {
+        throw new PortalError(
+          404,
+          'Product not found',
+          `There is no ${env} product “${slug}” in your team. Check the environment switch.`,
+        );
+      }
+      return p;
+    }
+
+    app.get<{ Params: { env: string } }>('/:env/products', async (request, reply) => {
+      const env = envParam(request);
+      const { member } = sessionOf(request);
+      const list = await ctx.products.listForPartner(member.partnerId, env);
+      const latest = await ctx.snapshots.latestFor(list.map((p) => p.id));
+      const now = ctx.now();
+      const rows = list.map((p) => {
+        const s = latest.get(p.id);
+        return html`<tr>
+  <th scope="row"><a href="${base()}/${env}/products/${p.slug}" hx-boost="false">${p.displayName}</a><br><span class="hint"><code>${p.slug}</code></span></th>
+  <td>${STATUS_LABEL[p.status]}</td>
+  <td class="num">${percent(s?.netApyForUser)}</td>
+  <td class="num">${percent(s?.underlyingApy)}</td>
+  <td class="num">${s ? money(s.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</td>
+  <td>${badge(healthOf(p, s, now))}</td>
+</tr>`;
+      });
+      return sendPage(
+        reply,
+        page({
+          title: 'Products',
+          base: base(),
+          csrf: reply.generateCsrf(),
+          member,
+          env,
+          section: 'products',
+          body: html`<p class="lead">Your ${env} products with their latest daily figures. APYs are over the last finished day; TVL is what the engine holds.</p>
+${
+  list.length === 0
+    ? html`<div class="empty"><strong>No ${env} products yet</strong>We set products up with you; they appear here once provisioned.</div>`
+    : html`<table>
+  <caption class="visually-hidden">${env} products</caption>
+  <thead><tr><th scope="col">Product</th><th scope="col">Status</th><th scope="col" class="num">Net APY</th><th scope="col" class="num">Underlying APY</th><th scope="col" class="num">TVL</th><th scope="col">Health</th></tr></thead>
+  <tbody>${rows}</tbody>
+</table>`
+}`,
+        }),
+      );
+    });
+
+    app.get<{ Params: { env: string; slug: string }; Querystring: { days?: string } }>(
+      '/:env/products/:slug',
+      async (request, reply) => {
+        const env = envParam(request);
+        const { member } = sessionOf(request);
+        const days = parseChartDays(request.query.days);
+        const p = await ownProduct(member, env, request.params.slug);
+        const now = ctx.now();
+        const [latestMap, latestFinal] = await Promise.all([
+          ctx.snapshots.latestFor([p.id]),
+          ctx.snapshots.latestFinalDate(p.id),
+        ]);
+        const latest = latestMap.get(p.id);
+        const { from, to } = trailingDays(days, now, latestFinal);
+        const [apy, fees] = await Promise.all([
+          ctx.snapshots.apyHistory(p.id, from, to),
+          ctx.snapshots.feeStats(p.id, from, to),
+        ]);
+        apy.reverse(); // oldest first, as charts read
+        const feeRows = feeStatsRows(fees, p.assetDecimals);
+        const data: ChartData = {
+          days,
+          from,
+          to,
+          asset: p.assetSymbol,
+          apy_history: {
+            date: apy.map((r) => r.date),
+            underlying_apy: apy.map((r) => r.underlyingApy!),
+            net_apy_for_user: apy.map((r) => r.netApyForUser!),
+            engine_total_assets: apy.map((r) => formatUnits(r.engineTotalAssets, p.assetDecimals)),
+          },
+          fee_stats: {
+            date: feeRows.map((r) => r.date),
+            daily_partner_fee_earned: feeRows.map((r) => r.daily_partner_fee_earned),
+            daily_service_fee_earned: feeRows.map((r) => r.daily_service_fee_earned),
+            cumulative_partner_fee_earned: feeRows.map((r) => r.cumulative_partner_fee_earned),
+            cumulative_service_fee_earned: feeRows.map((r) => r.cumulative_service_fee_earned),
+          },
+        };
+        const q = request.query as { start_date?: string; end_date?: string; error?: string };
+        return sendPage(
+          reply,
+          productPage(member, env, p, latest, data, now, reply.generateCsrf(), q),
+        );
+      },
+    );
+
+    app.get<{
+      Params: { env: string; slug: string };
+      Querystring: { start_date?: string; end_date?: string };
+    }>('/:env/products/:slug/fee-stats.csv', async (request, reply) => {
+      const env = envParam(request);
+      const { member } = sessionOf(request);
+      const p = await ownProduct(member, env, request.params.slug);
+      const { start_date: start, end_date: end } = request.query;
+      let from: string;
+      let to: string;
+      try {
+        if (!start || !end)
+          throw new ApiError('invalid_date', 'Give both a start and an end date.');
+        parseDay(start);
+        parseDay(end);
+        if (start > end)
+          throw new ApiError('invalid_date', 'The start date is after the end date.');
+        [from, to] = [start, end];
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        throw new PortalError(
+          400,
+          'Those dates do not work',
+          `${err.message} Use YYYY-MM-DD dates (UTC), the start on or before the end.`,
+        );
+      }
+      // Any range: the CSV is for reconciliation, and a year or more is one query.
+      const rows = feeStatsRows(await ctx.snapshots.feeStats(p.id, from, to), p.assetDecimals);
+      const csv = [
+        CSV_COLUMNS.join(','),
+        ...rows.map((r) => CSV_COLUMNS.map((c) => r[c]).join(',')),
+      ].join('\r\n');
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header(
+          'content-disposition',
+          `attachment; filename="${p.slug}-fee-stats-${from}-${to}.csv"`,
+        )
+        .header('cache-control', 'no-store')
+        .send(`${csv}\r\n`);
+    });
+
+    function productPage(
+      member: Member,
+      env: Environment,
+      p: Product,
+      latest: SnapshotView | undefined,
+      data: ChartData,
+      now: Date,
+      csrf: string,
+      q: { start_date?: string; end_date?: string },
+    ) {
+      const here = `${base()}/${env}/products/${p.slug}`;
+      const a = data.apy_history;
+      const f = data.fee_stats;
+      const hasData = a.date.length > 0;
+      const lastFee = f.date.length - 1;
+      const summary = (values: string[], fmt: (v: string) => string) => {
+        if (values.length === 0) return 'no figures';
+        const sorted = [...values].sort((x, y) => Number(x) - Number(y));
+        return `from ${fmt(sorted[0]!)} to ${fmt(sorted[sorted.length - 1]!)}, ${fmt(values[values.length - 1]!)} on the last day`;
+      };
+      const amount = (v: string) =>
+        money(toBaseUnits(v, p.assetDecimals), p.assetDecimals, p.assetSymbol);
+      const body = html`<p class="lead"><code>${p.slug}</code> · ${p.assetSymbol} · partner fee ${(p.partnerFeeBps / 100).toFixed(2)} %, service fee ${(p.serviceFeeBps / 100).toFixed(2)} % of the yield</p>
+<dl class="figures">
+  <div><dt>Status</dt><dd>${STATUS_LABEL[p.status]} ${badge(healthOf(p, latest, now))}</dd></div>
+  <div><dt>Net APY</dt><dd>${percent(latest?.netApyForUser)}</dd></div>
+  <div><dt>Underlying APY</dt><dd>${percent(latest?.underlyingApy)}</dd></div>
+  <div><dt>TVL</dt><dd>${latest ? money(latest.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
+  <div><dt>Your fees earned to date</dt><dd>${latest ? money(latest.cumulativePartnerFeeEarned, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
+</dl>
+<p class="hint">${latest ? html`Figures of ${latest.date} (UTC), the latest daily snapshot.` : 'No daily figures yet.'}</p>
+<nav aria-label="Period" class="periods">
+  <span>Period:</span>
+  ${CHART_DAYS.map(
+    (d) =>
+      html`<a href="${here}?days=${d}" hx-boost="false" ${d === data.days ? html`aria-current="page"` : ''}>${d} days</a>`,
+  )}
+  <span class="hint">${data.from} to ${data.to}</span>
+</nav>
+${
+  hasData
+    ? html`<script type="application/json" id="chart-data">${rawJson(data)}</script>
+<figure class="chart-figure">
+  <figcaption id="apy-caption"><strong>Net and underlying APY</strong> <span class="key"><span class="swatch swatch-net" aria-hidden="true"></span>Net APY (solid)</span> <span class="key"><span class="swatch swatch-underlying" aria-hidden="true"></span>Underlying APY (dashed)</span></figcaption>
+  <div class="chart" data-chart="apy" tabindex="0" role="img" aria-labelledby="apy-caption" aria-describedby="apy-summary"></div>
+  <p class="hint" id="apy-summary">Net APY ${summary(a.net_apy_for_user, percent)}. Underlying APY ${summary(a.underlying_apy, percent)}.</p>
+</figure>
+<figure class="chart-figure">
+  <figcaption id="tvl-caption"><strong>TVL</strong> (${p.assetSymbol} in the engine at the end of each day)</figcaption>
+  <div class="chart" data-chart="tvl" tabindex="0" role="img" aria-labelledby="tvl-caption" aria-describedby="tvl-summary"></div>
+  <p class="hint" id="tvl-summary">TVL ${summary(a.engine_total_assets, amount)}.</p>
+</figure>
+<figure class="chart-figure">
+  <figcaption id="fees-caption"><strong>Fee earnings</strong> <span class="key"><span class="swatch swatch-partner" aria-hidden="true"></span>Partner per day (dark bars)</span> <span class="key"><span class="swatch swatch-service" aria-hidden="true"></span>Service per day (light bars, outlined)</span> <span class="key"><span class="swatch swatch-partner-line" aria-hidden="true"></span>Partner cumulative (solid line)</span> <span class="key"><span class="swatch swatch-service-line" aria-hidden="true"></span>Service cumulative (dashed line)</span></figcaption>
+  <div class="chart" data-chart="fees" tabindex="0" role="img" aria-labelledby="fees-caption" aria-describedby="fees-summary"></div>
+  <p class="hint" id="fees-summary">${
+    lastFee >= 0
+      ? `Over the period you earned ${money(sumOf(f.daily_partner_fee_earned, p.assetDecimals), p.assetDecimals, p.assetSymbol)} and the service ${money(sumOf(f.daily_service_fee_earned, p.assetDecimals), p.assetDecimals, p.assetSymbol)}; since deployment ${amount(f.cumulative_partner_fee_earned[lastFee]!)} and ${amount(f.cumulative_service_fee_earned[lastFee]!)}.`
+      : 'No fee figures in this period.'
+  }</p>
+</figure>
+<p class="hint">Point at a chart, or focus it and use the arrow keys, to read each day's exact figures.</p>`
+    : html`<div class="empty"><strong>No daily figures yet</strong>The first figures appear the day after the engine is deployed; APYs need two days.</div>`
+}
+<section class="panel" aria-labelledby="csv-heading">
+  <h2 id="csv-heading">Download fee-stats (CSV)</h2>
+  <p>The daily rows of the API's <code>fee-stats</code>, for any range: one line per day, the same columns and exact figures, for reconciliation.</p>
+  <form method="get" action="${here}/fee-stats.csv" class="inline" hx-boost="false">
+    <div class="field"><label for="csv-start">From (UTC)</label><input type="date" id="csv-start" name="start_date" required value="${q.start_date ?? data.from}"></div>
+    <div class="field"><label for="csv-end">To (UTC)</label><input type="date" id="csv-end" name="end_date" required value="${q.end_date ?? data.to}"></div>
+    <div class="field"><button type="submit">Download CSV</button></div>
+  </form>
+</section>`;
+      return page({
+        title: p.displayName,
+        base: base(),
+        csrf,
+        member,
+        env,
+        section: 'products',
+        body,
+        assets: hasData ? ['uplot.css', 'uplot.js', 'charts.js'] : [],
+      });
+    }
+  };
+}
+
+const rawJson = (value: unknown): Html => raw(jsonForScript(value));
+
+/** Sum of the API's decimal amounts, exact, in base units. */
+function sumOf(values: readonly string[], decimals: number): bigint {
+  let total = 0n;
+  for (const v of values) total += toBaseUnits(v, decimals);
+  return total;
+}

@@ -1,0 +1,213 @@
+// Product dashboard charts (uPlot, served by the portal). The data is the page's JSON
+// (#chart-data): the API's apy-history and fee-stats columns as exact decimal strings. Numbers are
+// made from them only to place pixels; the tooltip shows the exact strings. Series differ by line
+// style and fill as well as colour, so the charts read without colour.
+(() => {
+  const source = document.getElementById('chart-data');
+  if (!source || typeof uPlot === 'undefined') return;
+  const data = JSON.parse(source.textContent);
+  const asset = data.asset;
+  const day = (d) => Date.parse(`${d}T00:00:00Z`) / 1000;
+  const num = (column) => column.map(Number);
+  const pct = (s) => `${(Number(s) * 100).toFixed(2)} %`;
+  const NET = '#0b57d0';
+  const UNDERLYING = '#3d4852';
+  const PARTNER = '#0b57d0';
+  const SERVICE = '#8a4b00';
+
+  const axisFont = '12px system-ui, sans-serif';
+  const xAxis = { stroke: '#57606a', font: axisFont, grid: { stroke: '#eaeef2' } };
+  const yAxis = (fmt, side) => ({
+    stroke: '#57606a',
+    font: axisFont,
+    grid: { stroke: side === 1 ? 'transparent' : '#eaeef2' },
+    size: 72,
+    side: side ?? 3,
+    scale: side === 1 ? 'cum' : 'y',
+    values: (_u, ticks) => ticks.map(fmt),
+  });
+  const compact = (v) =>
+    Math.abs(v) >= 1e6
+      ? `${(v / 1e6).toFixed(2)}M`
+      : Math.abs(v) >= 1e3
+        ? `${(v / 1e3).toFixed(1)}k`
+        : Number.isInteger(v)
+          ? String(v)
+          : v.toFixed(2);
+  // Amounts start at zero (bars and cumulative lines), APYs and TVL fit their data.
+  const fromZero = (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.05 : 1];
+
+  const charts = {
+    apy: {
+      x: data.apy_history.date,
+      series: [
+        {
+          label: 'Net APY',
+          column: data.apy_history.net_apy_for_user,
+          stroke: NET,
+          width: 2.5,
+          fmt: pct,
+        },
+        {
+          label: 'Underlying APY',
+          column: data.apy_history.underlying_apy,
+          stroke: UNDERLYING,
+          width: 2,
+          dash: [6, 4],
+          fmt: pct,
+        },
+      ],
+      axes: [yAxis((v) => `${(v * 100).toFixed(1)} %`)],
+    },
+    tvl: {
+      x: data.apy_history.date,
+      series: [
+        {
+          label: 'TVL',
+          column: data.apy_history.engine_total_assets,
+          stroke: NET,
+          width: 2,
+          fill: 'rgba(11, 87, 208, 0.08)',
+          fmt: (s) => `${s} ${asset}`,
+        },
+      ],
+      axes: [yAxis(compact)],
+    },
+    fees: {
+      x: data.fee_stats.date,
+      series: [
+        {
+          label: 'Partner fee, day',
+          column: data.fee_stats.daily_partner_fee_earned,
+          stroke: PARTNER,
+          fill: PARTNER,
+          bars: -1,
+          fmt: (s) => `${s} ${asset}`,
+        },
+        {
+          label: 'Service fee, day',
+          column: data.fee_stats.daily_service_fee_earned,
+          stroke: SERVICE,
+          fill: '#f6e3cc',
+          bars: 1,
+          fmt: (s) => `${s} ${asset}`,
+        },
+        {
+          label: 'Partner fee, cumulative',
+          column: data.fee_stats.cumulative_partner_fee_earned,
+          stroke: PARTNER,
+          width: 2,
+          scale: 'cum',
+          fmt: (s) => `${s} ${asset}`,
+        },
+        {
+          label: 'Service fee, cumulative',
+          column: data.fee_stats.cumulative_service_fee_earned,
+          stroke: SERVICE,
+          width: 2,
+          dash: [6, 4],
+          scale: 'cum',
+          fmt: (s) => `${s} ${asset}`,
+        },
+      ],
+      axes: [yAxis(compact), yAxis(compact, 1)],
+      scales: { y: { range: fromZero }, cum: { range: fromZero } },
+    },
+  };
+
+  /**
+   * A tooltip that follows the cursor with the day's exact figures. It sits beside the chart in
+   * the figure and is a polite live region, so keyboard and screen-reader users hear each day.
+   */
+  function tooltip(spec, el) {
+    const figure = el.parentElement;
+    const tip = document.createElement('div');
+    tip.className = 'chart-tip';
+    tip.setAttribute('aria-live', 'polite');
+    tip.hidden = true;
+    figure.append(tip);
+    return (u) => {
+      const i = u.cursor.idx;
+      if (i === null || i === undefined) {
+        tip.hidden = true;
+        return;
+      }
+      tip.hidden = false;
+      tip.replaceChildren();
+      const head = document.createElement('strong');
+      head.textContent = spec.x[i];
+      tip.append(head);
+      for (const s of spec.series) {
+        const line = document.createElement('div');
+        line.textContent = `${s.label}: ${s.fmt(s.column[i])}`;
+        tip.append(line);
+      }
+      const box = figure.getBoundingClientRect();
+      const over = u.over.getBoundingClientRect();
+      const x = over.left - box.left + u.valToPos(u.data[0][i], 'x');
+      const left = x + 14 + tip.offsetWidth > box.width ? x - 14 - tip.offsetWidth : x + 14;
+      tip.style.left = `${Math.max(0, left)}px`;
+      tip.style.top = `${over.top - box.top + 8}px`;
+    };
+  }
+
+  function draw(el) {
+    const spec = charts[el.dataset.chart];
+    if (!spec) return;
+    el.replaceChildren();
+    const bars = (align) => uPlot.paths.bars({ size: [0.45, 24], align, gap: 0 });
+    const u = new uPlot(
+      {
+        width: el.clientWidth,
+        height: 240,
+        legend: { show: false },
+        cursor: { y: false, points: { size: 7 } },
+        scales: { x: { time: true }, ...spec.scales },
+        axes: [xAxis, ...spec.axes],
+        series: [
+          {},
+          ...spec.series.map((s) => ({
+            label: s.label,
+            stroke: s.stroke,
+            width: s.width ?? 1.5,
+            dash: s.dash,
+            fill: s.fill,
+            scale: s.scale ?? 'y',
+            paths: s.bars ? bars(s.bars) : undefined,
+            points: { show: false },
+          })),
+        ],
+        hooks: { setCursor: [tooltip(spec, el)] },
+      },
+      [spec.x.map(day), ...spec.series.map((s) => num(s.column))],
+      el,
+    );
+    // Keyboard: arrows move the cursor day by day, Home/End jump, Escape hides it.
+    let idx = spec.x.length - 1;
+    const show = () =>
+      u.setCursor({ left: u.valToPos(u.data[0][idx], 'x'), top: u.over.clientHeight / 2 });
+    el.onkeydown = (e) => {
+      const moves = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity };
+      if (e.key === 'Escape') return u.setCursor({ left: -10, top: -10 });
+      if (!(e.key in moves)) return;
+      e.preventDefault();
+      idx = Math.min(spec.x.length - 1, Math.max(0, idx + moves[e.key]));
+      show();
+    };
+    el.onfocus = show;
+    el.onblur = () => u.setCursor({ left: -10, top: -10 });
+    return u;
+  }
+
+  const els = [...document.querySelectorAll('[data-chart]')];
+  const plots = els.map(draw);
+  window.portalCharts = { data, plots, drawnAt: performance.now() };
+  let pending;
+  window.addEventListener('resize', () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => {
+      for (const [i, el] of els.entries())
+        plots[i]?.setSize({ width: el.clientWidth, height: 240 });
+    }, 100);
+  });
+})();

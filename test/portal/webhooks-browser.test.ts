@@ -1,0 +1,259 @@
+/**
+ * Webhook pages in real Chromium against the real dispatcher and a real local HTTPS receiver
+ * (loopback allow-listed): add a destination (an http:// URL refused in words first), the secret
+ * shown once; send a test event and see it delivered; make the receiver fail and see the failed
+ * attempts in the log and the delivery's detail; fix it and replay the failures; rotate the secret
+ * and verify a delivery with the OLD secret during the grace period (standardwebhooks library);
+ * create and rotate the inbound secret and send a signed inbound event with it. Axe on each page.
+ *
+ * PORTAL_SCREENSHOTS=docs/portal writes the screenshots committed there.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/api/app.ts';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createEventsRepo } from '../../src/db/events.ts';
+import { createPartnersRepo, type Partner } from '../../src/db/partners.ts';
+import { createOutboxMailer } from '../../src/portal/mailer.ts';
+import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
+import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
+import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
+import { createSecretBox } from '../../src/webhooks/secret-box.ts';
+import { createSender } from '../../src/webhooks/sender.ts';
+import { signPayload } from '../../src/webhooks/signature.ts';
+import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
+import { type HttpsReceiver, startHttpsReceiver, testCaPem } from '../helpers/https-receiver.ts';
+import { captureLogger } from '../helpers/logs.ts';
+import { chromiumMissing, launchChromium, seriousA11yViolations } from './browser.ts';
+
+const missing = chromiumMissing();
+const shots = process.env.PORTAL_SCREENSHOTS;
+
+describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () => {
+  let t: TestDatabase;
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  let browser: Browser;
+  let page: Page;
+  let partner: Partner;
+  let receiver: HttpsReceiver;
+  let origin: string;
+  let portal: string;
+  let apiKey: string;
+  let failing = false;
+  const box = createSecretBox(randomBytes(32));
+  const stops: Array<() => Promise<void>> = [];
+  const outbox = mkdtempSync(path.join(tmpdir(), 'pys-wh-outbox-'));
+
+  beforeAll(async () => {
+    t = await freshDatabase('pglite');
+    let port = 0;
+    app = await buildApp({
+      db: t.db,
+      logger: captureLogger().logger,
+      secretBox: box,
+      portal: {
+        mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
+        publicUrl: () => `http://localhost:${port}/portal`,
+        idleMs: 60 * 60_000,
+      },
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    port = (app.server.address() as { port: number }).port;
+    origin = `http://127.0.0.1:${port}`;
+    portal = `http://localhost:${port}/portal`;
+    partner = await createPartnersRepo(t.db).create('Acme Wallet');
+    apiKey = (await createApiKeysRepo(t.db).create(partner.id, 'live', 'backend')).key;
+    receiver = await startHttpsReceiver({
+      handler: () => (failing ? { status: 503, body: 'maintenance' } : { status: 200, body: 'ok' }),
+    });
+    const sender = createSender({
+      policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
+      extraCa: testCaPem(),
+    });
+    const job = createDispatcher({
+      db: t.db,
+      logger: captureLogger().logger,
+      sender,
+      secretBox: box,
+      retryDelaysMs: [30, 30],
+      pollMs: 20,
+    }).job();
+    job.start();
+    stops.push(
+      () => job.stop(),
+      () => sender.close(),
+      () => receiver.close(),
+    );
+    const member = await inviteMember(t.db, {
+      partnerId: partner.id,
+      email: 'ana@acme.example',
+      role: 'owner',
+    });
+    browser = await launchChromium();
+    const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], {
+      origin: portal.replace(/\/portal$/, ''),
+    });
+    page = await context.newPage();
+    await page.goto(await issueSignInUrl(t.db, portal, member.id));
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    if (shots) mkdirSync(shots, { recursive: true });
+  });
+
+  afterAll(async () => {
+    for (const s of stops) await s().catch(() => {});
+    await browser?.close();
+    await app?.close();
+    await t?.drop();
+    rmSync(outbox, { recursive: true, force: true });
+  });
+
+  async function check(name: string) {
+    expect(await seriousA11yViolations(page), `${name}: accessibility`).toEqual([]);
+    if (shots) await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+  }
+
+  let n = 0;
+  const emit = () =>
+    createEventsRepo(t.db).insert({
+      partnerId: partner.id,
+      environment: 'live',
+      productId: null,
+      eventType: 'vault_pause',
+      dedupeKey: `vault_pause:portal:${n}`,
+      payload: { slug: `core-${n++}`, status: 'paused' },
+      occurredAt: new Date(),
+    });
+
+  it('adds a destination, sends a test event, shows failures, replays them and rotates the secret', async () => {
+    await page
+      .getByRole('navigation', { name: 'Sections' })
+      .getByRole('link', { name: 'Webhooks' })
+      .click();
+    await page.getByText('No live destinations yet').waitFor();
+    await check('webhooks-empty');
+
+    // HTTPS only, said in words.
+    await page.getByLabel('Endpoint URL (HTTPS)').fill('http://example.com/hook');
+    await page.getByRole('button', { name: 'Add destination' }).click();
+    await page.getByText(/Destinations must be https:\/\/ URLs/).waitFor();
+
+    await page.getByLabel('Endpoint URL (HTTPS)').fill(`${receiver.url}/hook`);
+    await page.getByRole('button', { name: 'Add destination' }).click();
+    const shown = page.getByLabel('Signing secret', { exact: true });
+    await shown.waitFor();
+    const secret = (await shown.textContent())!.trim();
+    await page.getByRole('button', { name: 'Copy' }).click();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(secret);
+    await check('webhooks-added');
+
+    // A test event, delivered: the page refreshes itself until it is.
+    await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
+    await page.getByRole('heading', { name: 'Webhook destination' }).waitFor();
+    await page.getByRole('button', { name: 'Send a test event' }).click();
+    await page.getByRole('cell', { name: 'Delivered' }).waitFor({ timeout: 20_000 });
+    const ping = receiver.requests.find((r) => r.headers['x-service-event'] === 'ping')!;
+    expect(
+      new Webhook(secret).verify(ping.body.toString(), ping.headers as Record<string, string>),
+    ).toMatchObject({ destination_id: expect.stringMatching(/^whk_/) });
+
+    // The receiver fails: three attempts, then failed, in the log and the delivery's detail.
+    failing = true;
+    await emit();
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          return page.getByRole('cell', { name: 'Failed' }).count();
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(1);
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/status=failed/);
+    expect(await page.getByRole('cell', { name: 'Delivered' }).count()).toBe(0);
+    await check('webhook-destination');
+    await page.getByRole('link', { name: /Details of delivery/ }).click();
+    await page.getByRole('heading', { name: 'Delivery', level: 1 }).waitFor();
+    expect(await page.getByRole('cell', { name: 'maintenance' }).count()).toBe(3);
+    await page.getByText('x-service-event: vault_pause').waitFor();
+    await check('webhook-delivery');
+
+    // Fixed: replay everything failed since an hour ago; it is delivered.
+    failing = false;
+    await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
+    await page
+      .getByLabel('Replay every failed delivery since (UTC)')
+      .fill(new Date(Date.now() - 3_600_000).toISOString().slice(0, 16));
+    await page.getByRole('button', { name: 'Replay failed' }).click();
+    await page.getByText('Replay queued.').waitFor();
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          return page.getByRole('cell', { name: 'Delivered' }).count();
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(2);
+
+    // Rotate with a 1-hour grace: a new delivery verifies with the OLD secret too.
+    await page.getByRole('link', { name: 'Rotate the secret' }).click();
+    await page.getByLabel('1 hour').check();
+    await check('webhook-rotate');
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    const rotated = (await page
+      .getByLabel('Signing secret', { exact: true })
+      .textContent())!.trim();
+    expect(rotated).not.toBe(secret);
+    await page.getByText(/The old secret \(.*\) keeps signing until/).waitFor();
+    const before = receiver.requests.length;
+    await emit();
+    await expect.poll(() => receiver.requests.length, { timeout: 20_000 }).toBe(before + 1);
+    const after = receiver.requests[before]!;
+    const headers = after.headers as Record<string, string>;
+    expect(new Webhook(secret).verify(after.body.toString(), headers)).toBeTruthy();
+    expect(new Webhook(rotated).verify(after.body.toString(), headers)).toBeTruthy();
+  });
+
+  it('creates and rotates the inbound secret, then accepts an event signed with it', async () => {
+    await page.goto(`${portal}/live/webhooks/inbound`);
+    await page.getByText('No live inbound secret yet').waitFor();
+    await page.getByText('No inbound events yet').waitFor();
+    await page.getByRole('button', { name: 'Create the inbound secret' }).click();
+    const first = (await page.getByLabel('Signing secret', { exact: true }).textContent())!.trim();
+    await page.getByRole('button', { name: 'Rotate the inbound secret' }).click();
+    const secret = (await page.getByLabel('Signing secret', { exact: true }).textContent())!.trim();
+    expect(secret).not.toBe(first);
+    const send = (s: string, key: string) => {
+      const raw = JSON.stringify({
+        occurred_at: new Date().toISOString(),
+        data: { from: 'portal' },
+      });
+      return fetch(`${origin}/api/partner/webhooks/inbound`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': apiKey,
+          'x-service-event': 'ping',
+          'idempotency-key': key,
+          'x-service-signature': signPayload(s, raw),
+        },
+        body: raw,
+      });
+    };
+    expect((await send(first, 'portal-old')).status).toBe(401);
+    expect((await send(secret, 'portal-1')).status).toBe(200);
+    await page.goto(`${portal}/live/webhooks/inbound`);
+    await page.getByRole('cell', { name: 'portal-1' }).waitFor();
+    expect(await page.getByRole('cell', { name: 'portal-old' }).count()).toBe(0);
+    await check('webhooks-inbound');
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * Webhook pages over HTTP (inject): every action checked against the role and the environment,
+ * HTTPS-only destinations refused in words, unknown event types refused, another partner's
+ * destination never reachable, and each change audited. Deliveries themselves are exercised in
+ * webhooks-browser.test.ts against the real dispatcher.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { type Client, type Harness, portalHarness, text } from './harness.ts';
+
+let h: Harness;
+let n = 0;
+const email = (tag: string) => `${tag}-${++n}@example.com`;
+
+beforeAll(async () => {
+  h = await portalHarness();
+});
+afterAll(async () => h?.close());
+
+async function addDestination(
+  c: Client,
+  env: 'live' | 'test',
+  url = 'https://hooks.example.com/x',
+) {
+  await c.get(`/portal/${env}/webhooks`);
+  const res = await c.post(`/portal/${env}/webhooks`, { url });
+  expect(res.status, text(res.body).slice(0, 300)).toBe(200);
+  const id = new RegExp(`/portal/${env}/webhooks/(whk_\\w+)"`).exec(res.body)?.[1];
+  expect(id).toBeTruthy();
+  return { id: id!, body: res.body };
+}
+
+describe('webhook pages', () => {
+  it('adds an HTTPS destination with chosen event types, shows its secret once, and refuses http:// in words', async () => {
+    const c = await h.signedIn(email('add'), 'admin');
+    await c.get('/portal/live/webhooks');
+    const bad = await c.post('/portal/live/webhooks', { url: 'http://hooks.example.com/x' });
+    expect(bad.status).toBe(400);
+    expect(text(bad.body)).toContain('Destinations must be https:// URLs.');
+    const unknown = await c.post('/portal/live/webhooks', {
+      url: 'https://hooks.example.com/x',
+      event_types: 'no.such',
+    });
+    expect(text(unknown.body)).toContain('There is no event type no.such');
+    const form = new URLSearchParams({ _csrf: c.csrf, url: 'https://hooks.example.com/typed' });
+    form.append('event_types', 'deposit.confirmed');
+    form.append('event_types', 'vault_pause');
+    const cookie = [...c.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/portal/live/webhooks',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form.toString(),
+    });
+    expect(res.statusCode).toBe(200);
+    const secret = /<code id="new-secret"[^>]*>([^<]+)<\/code>/.exec(res.body)?.[1];
+    expect(secret).toMatch(/^whsec_/);
+    expect(text(res.body)).toContain('deposit.confirmed, vault_pause');
+    const again = await c.get('/portal/live/webhooks');
+    expect(again.body).not.toContain(secret!);
+  });
+
+  it('checks the role and the environment on every action', async () => {
+    const owner = await h.signedIn(email('owner'), 'owner');
+    const live = await addDestination(owner, 'live');
+    const test = await addDestination(owner, 'test');
+    const actions = (env: string, id: string): Array<[string, Record<string, string>]> => [
+      [`/portal/${env}/webhooks`, { url: 'https://hooks.example.com/y' }],
+      [`/portal/${env}/webhooks/${id}/ping`, {}],
+      [`/portal/${env}/webhooks/${id}/rotate`, { grace: '1h' }],
+      [`/portal/${env}/webhooks/${id}/replay-failed`, { since: '2026-01-01T00:00' }],
+      [`/portal/${env}/webhooks/${id}/enable`, {}],
+      [`/portal/${env}/webhooks/${id}/remove`, {}],
+      [`/portal/${env}/webhooks/inbound/secret`, {}],
+    ];
+    const viewer = await h.signedIn(email('viewer'), 'viewer');
+    const developer = await h.signedIn(email('dev'), 'developer');
+    for (const [url, fields] of [...actions('live', live.id), ...actions('test', test.id)]) {
+      await viewer.get('/portal/live/webhooks');
+      expect((await viewer.post(url, fields)).status, `viewer ${url}`).toBe(403);
+    }
+    for (const [url, fields] of actions('live', live.id)) {
+      await developer.get('/portal/live/webhooks');
+      const res = await developer.post(url, fields);
+      expect(res.status, `developer ${url}`).toBe(403);
+      expect(text(res.body)).toContain(
+        'As developer you can see live webhooks but not change them.',
+      );
+    }
+    // A developer manages test webhooks.
+    await developer.get(`/portal/test/webhooks/${test.id}`);
+    expect((await developer.post(`/portal/test/webhooks/${test.id}/ping`, {})).status).toBe(303);
+    await developer.get(`/portal/test/webhooks/${test.id}/rotate`);
+    const rotated = await developer.post(`/portal/test/webhooks/${test.id}/rotate`, {
+      grace: '1h',
+    });
+    expect(text(rotated.body)).toMatch(/keeps signing until/);
+    // Everyone sees both environments' pages.
+    for (const url of [`/portal/live/webhooks/${live.id}`, '/portal/live/webhooks/inbound']) {
+      expect((await viewer.get(url)).status, url).toBe(200);
+    }
+  });
+
+  it('never reaches another partner’s destination, nor one of the other environment', async () => {
+    const owner = await h.signedIn(email('scope'), 'owner');
+    const { id } = await addDestination(owner, 'live');
+    const other = await createPartnersRepo(h.t.db).create('Other Co');
+    const stranger = await h.signedIn(email('stranger'), 'owner', other);
+    for (const url of [`/portal/live/webhooks/${id}`, `/portal/live/webhooks/${id}/rotate`]) {
+      expect((await stranger.get(url)).status, url).toBe(404);
+    }
+    await stranger.get('/portal/live/webhooks');
+    expect((await stranger.post(`/portal/live/webhooks/${id}/remove`)).status).toBe(404);
+    expect((await owner.get(`/portal/test/webhooks/${id}`)).status).toBe(404);
+  });
+
+  it('audits each change', async () => {
+    const owner = await h.signedIn(email('audit'), 'owner');
+    const { id } = await addDestination(owner, 'live');
+    await owner.get(`/portal/live/webhooks/${id}`);
+    expect((await owner.post(`/portal/live/webhooks/${id}/ping`)).status).toBe(303);
+    await owner.get(`/portal/live/webhooks/${id}/remove`);
+    expect((await owner.post(`/portal/live/webhooks/${id}/remove`)).location).toBe(
+      `/portal/live/webhooks?removed=${id}`,
+    );
+    await owner.get('/portal/live/webhooks/inbound');
+    const inbound = await owner.post('/portal/live/webhooks/inbound/secret');
+    expect(text(inbound.body)).toContain('Your live inbound secret');
+    const { rows } = await h.t.db.query<{ action: string }>(
+      `SELECT action FROM portal_audit_log WHERE actor = $1 AND action LIKE '%.%' AND action NOT LIKE 'member.%'
+       ORDER BY created_at, id`,
+      [`audit-${n}@example.com`],
+    );
+    expect(rows.map((r) => r.action)).toEqual([
+      'webhook.added',
+      'webhook.pinged',
+      'webhook.removed',
+      'inbound.secret_set',
+    ]);
+  });
+});

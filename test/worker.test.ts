@@ -72,6 +72,9 @@ describe('worker runner', () => {
       name: 'flaky',
       intervalMs: 5,
       logger: logs.logger,
+      // No jitter: the retry comes exactly 10 ms after the failure, and the next tick 5 ms later.
+      // (With jitter the retry could come after 5 ms and the following tick inside the window.)
+      backoff: { random: () => 1 },
       tick: async () => {
         calls++;
         if (calls === 1) throw new Error('transient');
@@ -80,8 +83,10 @@ describe('worker runner', () => {
     job.start();
     await vi.advanceTimersByTimeAsync(0);
     expect(calls).toBe(1);
-    // The retry comes after the backoff (at most twice the interval after one failure).
-    await vi.advanceTimersByTimeAsync(10);
+    // The retry comes after the backoff (twice the interval after one failure), not before.
+    await vi.advanceTimersByTimeAsync(9);
+    expect(calls).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
     expect(calls).toBe(2);
     await job.stop();
     expect(

@@ -41,7 +41,10 @@ describe('secret box', () => {
     // Copied onto another row, or tampered with, it does not decrypt.
     expect(() => box.decrypt(stored, 'webhook_destination:whk_2')).toThrow(/does not decrypt/);
     const [v, iv, tag, ct] = stored.split(':');
-    const flipped = `${v}:${iv}:${tag}:${ct!.slice(0, -2)}${ct!.endsWith('A') ? 'B' : 'A'}${ct!.slice(-1)}`;
+    // Flip one bit of the ciphertext itself (editing a base64 character can leave the bytes unchanged).
+    const bytes = Buffer.from(ct!, 'base64url');
+    bytes[0] = bytes[0]! ^ 0x01;
+    const flipped = `${v}:${iv}:${tag}:${bytes.toString('base64url')}`;
     expect(() => box.decrypt(flipped, 'webhook_destination:whk_1')).toThrow(/does not decrypt/);
     // Another master key cannot read it.
     expect(() =>

@@ -378,13 +378,19 @@ describe('the SDK against the real service', () => {
 
     it('sends each call with a gas margin: a call mined after time passed still lands', async () => {
       // An engine call accrues fees and interest for the time since the last one, so it costs more
-      // gas when mined later than estimated. Here time really passes on the chain between the
-      // estimate and the send (an hour); with no margin the exact estimate runs out of gas.
+      // gas when mined later than estimated. Here the estimate prices the latest block (where the
+      // previous call left no fee due) and then time really passes on the chain (an hour) before
+      // the send, so the mined call pays the accrual: with no margin the exact estimate runs out
+      // of gas. (A `pending` estimate's price depends on whether a second has passed since that
+      // block, which is why the margin has a fixed part for the accrual.)
       const engine = createEngineHelpers(await client.getProduct(FLEX), publicClient);
       const later = {
         waitForTransactionReceipt: publicClient.waitForTransactionReceipt,
         estimateGas: async (args: Parameters<typeof publicClient.estimateGas>[0]) => {
-          const gas = await publicClient.estimateGas(args);
+          const gas = await publicClient.estimateGas({
+            ...args,
+            blockTag: 'latest',
+          } as typeof args);
           await rpc('evm_increaseTime', [3600]);
           return gas;
         },
@@ -397,7 +403,7 @@ describe('the SDK against the real service', () => {
       const half = (await engine.balances(wallet.address)).shares / 2n;
       const redeem = await engine.buildRedeem({ owner: wallet.address, shares: half });
       await expect(
-        sendCalls(walletClient, later, redeem.calls, { gasMarginPercent: 0 }),
+        sendCalls(walletClient, later, redeem.calls, { gasMarginPercent: 0, accrualGas: 0n }),
       ).rejects.toMatchObject({ code: 'transaction_reverted' });
       const [receipt] = await sendCalls(walletClient, later, redeem.calls);
       expect(engine.decodeReceipt(receipt!).redeemRequests[0]).toMatchObject({ shares: half });

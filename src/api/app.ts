@@ -146,6 +146,7 @@ export async function buildApp(deps: AppDeps) {
     await app.register(portalPlugin, {
       prefix: '/portal',
       ...deps.portal,
+      reads: { products, snapshots },
       secretBox: deps.secretBox,
       db: deps.db,
       logger: deps.logger,

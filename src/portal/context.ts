@@ -10,8 +10,8 @@ import { createPortalMembersRepo, type Member } from '../db/portal-members.ts';
 import { createPortalPasskeysRepo } from '../db/portal-passkeys.ts';
 import type { SessionStore } from '../db/portal-sessions.ts';
 import { createSignInTokensRepo } from '../db/portal-sign-in-tokens.ts';
-import { createProductsRepo, type Environment } from '../db/products.ts';
-import { createSnapshotReads } from '../db/snapshot-reads.ts';
+import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
+import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import type { Mailer } from './mailer.ts';
 
@@ -44,21 +44,30 @@ export function createPortalContext(deps: {
   db: Database;
   logger: Logger;
   sessions: SessionStore;
+  /** Evicts cached sign-ins of a member around a change to them (signed-in-cache.ts). */
+  changingMember?: <T>(memberId: string, change: () => Promise<T>) => Promise<T>;
+  /** The API's cached reads of products and snapshots (same figures, same invalidation). */
+  reads?: { products: ProductsRepo; snapshots: SnapshotReads } | undefined;
   mailer: Mailer;
   publicUrl: () => string;
   /** Clock of the dashboards' day windows (tests pin it). */
   now?: (() => Date) | undefined;
 }) {
   const publicUrl = deps.publicUrl;
+  const members = createPortalMembersRepo(deps.db);
+  const changing = deps.changingMember ?? ((_id, change) => change());
   return {
     ...deps,
-    members: createPortalMembersRepo(deps.db),
+    members: {
+      ...members,
+      remove: (partnerId: string, id: string) => changing(id, () => members.remove(partnerId, id)),
+    },
     tokens: createSignInTokensRepo(deps.db),
     passkeys: createPortalPasskeysRepo(deps.db),
     audit: createPortalAuditRepo(deps.db),
     keys: createApiKeysRepo(deps.db),
-    products: createProductsRepo(deps.db),
-    snapshots: createSnapshotReads(deps.db),
+    products: deps.reads?.products ?? createProductsRepo(deps.db),
+    snapshots: deps.reads?.snapshots ?? createSnapshotReads(deps.db),
     now: deps.now ?? (() => new Date()),
     /** The path prefix the browser sees (`/portal`, or `` when the portal has its own origin). */
     base: () => new URL(publicUrl()).pathname.replace(/\/+$/, ''),

@@ -7,6 +7,7 @@ import type { Member } from '../db/portal-members.ts';
 import type { Environment } from '../db/products.ts';
 import { type Html, html } from './html.ts';
 import { can } from './roles.ts';
+import { assetUrl } from './static-assets.ts';
 
 export type Section = 'products' | 'keys' | 'webhooks' | 'team' | 'audit' | 'account';
 
@@ -27,19 +28,28 @@ export interface PageFrame {
    * Links to such a page opt out of htmx boosting (`hx-boost="false"`) so they load it whole.
    */
   assets?: readonly string[];
+  /** The page has passkey buttons: load the passkey scripts (see head()). */
+  passkeys?: boolean;
 }
 
-const ASSET_VERSION = '2';
-
-function head(base: string, title: string): Html {
+/**
+ * The head every page shares. The passkey scripts (SimpleWebAuthn's bundle and webauthn.js) load
+ * only on the pages with a passkey button (sign-in, your account); links to those pages load them
+ * whole (`hx-boost="false"`), as a boosted swap would not run a new head.
+ */
+function head(base: string, title: string, passkeys: boolean): Html {
   return html`<meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Partner portal</title>
-<link rel="stylesheet" href="${base}/static/portal.css?v=${ASSET_VERSION}">
-<script src="${base}/static/htmx.min.js?v=${ASSET_VERSION}" defer></script>
-<script src="${base}/static/portal.js?v=${ASSET_VERSION}" defer></script>
-<script src="${base}/static/simplewebauthn.js?v=${ASSET_VERSION}" defer></script>
-<script src="${base}/static/webauthn.js?v=${ASSET_VERSION}" defer></script>
+<link rel="stylesheet" href="${assetUrl(base, 'portal.css')}">
+<script src="${assetUrl(base, 'htmx.min.js')}" defer></script>
+<script src="${assetUrl(base, 'portal.js')}" defer></script>
+${
+  passkeys
+    ? html`<script src="${assetUrl(base, 'simplewebauthn.js')}" defer></script>
+<script src="${assetUrl(base, 'webauthn.js')}" defer></script>`
+    : ''
+}
 <meta name="htmx-config" content='{"includeIndicatorStyles":false,"responseHandling":[{"code":"204","swap":false},{"code":"...","swap":true}]}'>`;
 }
 
@@ -66,7 +76,7 @@ export function page(frame: PageFrame): Html {
   const here = (e: Environment) => `${base}/${e}/${frame.section}`;
   return html`<!doctype html>
 <html lang="en">
-<head>${head(base, frame.title)}</head>
+<head>${head(base, frame.title, frame.passkeys ?? false)}</head>
 <body class="env-${env}" hx-boost="true">
 <a class="skip-link" href="#main">Skip to content</a>
 <header class="topbar">
@@ -80,7 +90,7 @@ export function page(frame: PageFrame): Html {
       <ul>
       ${NAV.filter((n) => n.show(member)).map(
         (n) =>
-          html`<li><a href="${base}/${env}/${n.section}" ${n.section === frame.section ? html`aria-current="page"` : ''}>${n.label}</a></li>`,
+          html`<li><a href="${base}/${env}/${n.section}" ${n.section === frame.section ? html`aria-current="page"` : ''}${n.section === 'account' ? html` hx-boost="false"` : ''}>${n.label}</a></li>`,
       )}
       </ul>
     </nav>
@@ -100,8 +110,8 @@ ${env === 'test' ? html`<div class="test-banner" role="note">You are viewing <st
 </main>
 ${(frame.assets ?? []).map((a) =>
   a.endsWith('.css')
-    ? html`<link rel="stylesheet" href="${base}/static/${a}?v=${ASSET_VERSION}">`
-    : html`<script src="${base}/static/${a}?v=${ASSET_VERSION}"></script>`,
+    ? html`<link rel="stylesheet" href="${assetUrl(base, a)}">`
+    : html`<script src="${assetUrl(base, a)}"></script>`,
 )}
 </body>
 </html>`;
@@ -113,10 +123,11 @@ export function barePage(opts: {
   title: string;
   errors?: readonly string[];
   body: Html;
+  passkeys?: boolean;
 }): Html {
   return html`<!doctype html>
 <html lang="en">
-<head>${head(opts.base, opts.title)}</head>
+<head>${head(opts.base, opts.title, opts.passkeys ?? false)}</head>
 <body class="bare">
 <main id="main" class="card">
   <p class="brand">Partner portal</p>

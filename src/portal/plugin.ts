@@ -12,9 +12,6 @@
  *   the portal's own scripts (Content-Security-Policy).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import cookie from '@fastify/cookie';
 import csrf from '@fastify/csrf-protection';
@@ -23,7 +20,10 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { acceptsGzip, MIN_GZIP_BYTES } from '../api/content-encoding.ts';
 import type { Database } from '../db/client.ts';
+import { createPortalMembersRepo } from '../db/portal-members.ts';
 import { createDbSessionStore, type SessionStore } from '../db/portal-sessions.ts';
+import type { ProductsRepo } from '../db/products.ts';
+import type { SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import { createSecretBox, type SecretBox } from '../webhooks/secret-box.ts';
@@ -47,6 +47,8 @@ import { productsRoutes } from './routes/products.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { teamRoutes } from './routes/team.ts';
 import { webhooksRoutes } from './routes/webhooks.ts';
+import { createSignedInCache } from './signed-in-cache.ts';
+import { staticAssets } from './static-assets.ts';
 
 export interface PortalOptions {
   db: Database;
@@ -64,6 +66,8 @@ export interface PortalOptions {
   signInLimit?: { max: number; windowMs: number };
   /** Clock of the dashboards' day windows (tests pin it). */
   now?: () => Date;
+  /** The API's cached reads of products and snapshots; without them (tests), direct reads. */
+  reads?: { products: ProductsRepo; snapshots: SnapshotReads } | undefined;
 }
 
 declare module 'fastify' {
@@ -75,37 +79,6 @@ declare module 'fastify' {
   }
 }
 
-const require = createRequire(import.meta.url);
-const STATIC: Record<string, { file: string; type: string }> = {
-  'portal.css': {
-    file: new URL('./static/portal.css', import.meta.url).pathname,
-    type: 'text/css',
-  },
-  'portal.js': {
-    file: new URL('./static/portal.js', import.meta.url).pathname,
-    type: 'text/javascript',
-  },
-  'webauthn.js': {
-    file: new URL('./static/webauthn.js', import.meta.url).pathname,
-    type: 'text/javascript',
-  },
-  'charts.js': {
-    file: new URL('./static/charts.js', import.meta.url).pathname,
-    type: 'text/javascript',
-  },
-  'uplot.js': { file: require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript' },
-  'uplot.css': { file: require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css' },
-  'htmx.min.js': { file: require.resolve('htmx.org/dist/htmx.min.js'), type: 'text/javascript' },
-  'simplewebauthn.js': {
-    // The package exports only its module entries; its browser bundle sits beside them.
-    file: path.join(
-      path.dirname(require.resolve('@simplewebauthn/browser')),
-      '../dist/bundle/index.umd.min.js',
-    ),
-    type: 'text/javascript',
-  },
-};
-
 const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
@@ -116,13 +89,20 @@ const SECURITY_HEADERS = {
 };
 
 export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts) => {
-  const sessions: SessionStore = opts.redis
+  const store: SessionStore = opts.redis
     ? createRedisSessionStore(opts.redis, opts.idleMs)
     : createDbSessionStore(opts.db, opts.idleMs);
+  // Cached only where one process owns the sessions (an embedded PGlite database); see
+  // signed-in-cache.ts for why every sign-out and removal still takes effect at once.
+  const signedIn = createSignedInCache(store, createPortalMembersRepo(opts.db).get, {
+    enabled: !opts.redis && opts.db.engine === 'pglite',
+  });
   const ctx = createPortalContext({
     db: opts.db,
     logger: opts.logger,
-    sessions,
+    sessions: signedIn.sessions,
+    changingMember: signedIn.changingMember,
+    reads: opts.reads,
     mailer: opts.mailer,
     publicUrl: opts.publicUrl,
     now: opts.now,
@@ -181,9 +161,8 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   app.addHook('preHandler', async (request, reply) => {
     if (request.routeOptions.config.portalPublic) return;
     const id = request.cookies[SESSION_COOKIE];
-    const session = id ? await sessions.resolve(id) : undefined;
-    const member = session ? await ctx.members.get(session.memberId) : undefined;
-    if (!id || !member || member.removedAt) {
+    const member = id ? await signedIn.resolve(id) : undefined;
+    if (!id || !member) {
       if (request.method === 'GET') return seeOther(reply, `${base()}/sign-in`);
       throw new PortalError(
         401,
@@ -232,20 +211,28 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     ),
   );
 
-  // Static files are compressed once, at start; sent gzip-encoded to browsers that take it.
-  for (const [name, asset] of Object.entries(STATIC)) {
-    const body = readFileSync(asset.file);
-    const gzipped = gzipSync(body, { level: 9 });
-    app.get(`/static/${name}`, { config: { portalPublic: true } }, async (request, reply) => {
-      reply
-        .header('content-type', `${asset.type}; charset=utf-8`)
-        .header('cache-control', 'public, max-age=3600')
-        .header('vary', 'accept-encoding');
-      if (acceptsGzip(request.headers['accept-encoding'])) {
-        return reply.header('content-encoding', 'gzip').send(gzipped);
-      }
-      return reply.send(body);
-    });
+  // Static files are compressed once, at start, and named by their content's hash: a request for
+  // the current version may be cached for a year (static-assets.ts).
+  for (const asset of staticAssets().values()) {
+    app.get<{ Querystring: { v?: string } }>(
+      `/static/${asset.name}`,
+      { config: { portalPublic: true } },
+      async (request, reply) => {
+        reply
+          .header('content-type', `${asset.type}; charset=utf-8`)
+          .header(
+            'cache-control',
+            request.query.v === asset.hash
+              ? 'public, max-age=31536000, immutable'
+              : 'public, max-age=300',
+          )
+          .header('vary', 'accept-encoding');
+        if (acceptsGzip(request.headers['accept-encoding'])) {
+          return reply.header('content-encoding', 'gzip').send(asset.gzipped);
+        }
+        return reply.send(asset.body);
+      },
+    );
   }
 
   app.get('/', async (_request, reply) => seeOther(reply, `${base()}/live/keys`));

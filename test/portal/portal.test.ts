@@ -596,4 +596,24 @@ describe('compression', () => {
     const rawCss = await h.app.inject({ url: '/portal/static/portal.css' });
     expect(gunzipSync(css.rawPayload).toString()).toBe(rawCss.body);
   });
+
+  it('names static files by their content, cached for a year, and loads passkey scripts only where needed', async () => {
+    const c = await h.signedIn(email('assets'), 'owner');
+    const keys = (await c.get('/portal/live/keys')).body;
+    const css = /href="(\/portal\/static\/portal\.css\?v=([0-9a-f]{12}))"/.exec(keys);
+    expect(css, 'versioned stylesheet').toBeTruthy();
+    const versioned = await h.app.inject({ url: css![1]! });
+    expect(versioned.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    const { createHash } = await import('node:crypto');
+    expect(createHash('sha256').update(versioned.rawPayload).digest('hex').slice(0, 12)).toBe(
+      css![2],
+    );
+    // Another version (an old page's link) is served, but not promised for a year.
+    const stale = await h.app.inject({ url: '/portal/static/portal.css?v=000000000000' });
+    expect(stale.headers['cache-control']).toBe('public, max-age=300');
+    expect(keys).not.toContain('simplewebauthn.js');
+    expect(keys).toMatch(/href="\/portal\/live\/account"[^>]* hx-boost="false"/);
+    expect((await c.get('/portal/live/account')).body).toContain('simplewebauthn.js');
+    expect((await h.client().get('/portal/sign-in')).body).toContain('webauthn.js');
+  });
 });

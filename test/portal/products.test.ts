@@ -4,9 +4,11 @@
  * against the API row by row. Every role may read them; nobody reads another partner's or the
  * other environment's products.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { type CompactChartData, decodeChartData } from '../../src/portal/chart-data.ts';
 import { type Harness, portalHarness, text } from './harness.ts';
 import { seedProducts, yesterday } from './products-fixture.ts';
 
@@ -70,10 +72,15 @@ async function api<T>(url: string, key = liveKey): Promise<T> {
   return (res.json() as { data: T }).data;
 }
 
+/** The page's compact chart data, decoded back to the API's columns (see chart-data.ts). */
 function chartData(body: string) {
   const m = /<script type="application\/json" id="chart-data">([^<]*)<\/script>/.exec(body);
   expect(m, 'chart data in the page').toBeTruthy();
-  return JSON.parse(m![1]!) as {
+  const compact = JSON.parse(m![1]!) as CompactChartData;
+  // Integers, not decimal strings: APYs in millionths, amounts in base units.
+  expect(compact.apy.u.every((v) => Number.isInteger(v))).toBe(true);
+  expect(compact.fees.dp.every((v) => Number.isInteger(v))).toBe(true);
+  return decodeChartData(compact) as unknown as {
     days: number;
     from: string;
     to: string;

@@ -31,6 +31,7 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
           member,
           env,
           section: 'account',
+          passkeys: true,
           notice: q.passkey === 'added' ? 'Passkey added. Next time, sign in with it.' : undefined,
           body: html`<p class="lead">Signed in as <strong>${member.email}</strong>, ${member.role} of ${member.partnerName}.</p>
 <section class="panel" aria-labelledby="passkeys-heading">

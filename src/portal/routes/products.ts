@@ -3,10 +3,12 @@
  * page with charts of net vs underlying APY, TVL and fee earnings over 7/30/180/365 days, plus a
  * CSV of fee-stats for any range. Every figure comes from the API's own read functions
  * (db/snapshot-reads.ts, the fee-stats formatting of api/routes/fee-stats.ts) over the same day
- * windows (api/date-range.ts), so the dashboard and the API cannot disagree.
+ * windows (api/date-range.ts), through the API's read cache (api/read-cache.ts: the same entries,
+ * dropped at every change of the read model), so the dashboard and the API cannot disagree.
  *
- * The charts' data travels in the page as JSON (exact decimal strings, the API's field names);
- * static/charts.js draws it with uPlot, served by the portal itself.
+ * The charts' data travels in the page as compact JSON (chart-data.ts: exact integers, no repeated
+ * keys); static/charts.js rebuilds the API's decimal strings from it and draws them with uPlot,
+ * served by the portal itself.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { parseDay, trailingDays } from '../../api/date-range.ts';
@@ -15,7 +17,8 @@ import { feeStatsRows } from '../../api/routes/fee-stats.ts';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment, Product } from '../../db/products.ts';
 import type { SnapshotView } from '../../db/snapshot-reads.ts';
-import { formatUnits, toBaseUnits } from '../../money/index.ts';
+import { toBaseUnits } from '../../money/index.ts';
+import { type CompactChartData, encodeChartData } from '../chart-data.ts';
 import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
 import { money, percent } from '../format.ts';
 import { type Html, html, raw } from '../html.ts';
@@ -82,27 +85,6 @@ function parseChartDays(raw: unknown): number {
     throw new PortalError(400, 'No such period', 'Choose 7, 30, 180 or 365 days.');
   }
   return n;
-}
-
-/** The charts' data: the API's apy-history and fee-stats of one window, column by column. */
-export interface ChartData {
-  days: number;
-  from: string;
-  to: string;
-  asset: string;
-  apy_history: {
-    date: string[];
-    underlying_apy: string[];
-    net_apy_for_user: string[];
-    engine_total_assets: string[];
-  };
-  fee_stats: {
-    date: string[];
-    daily_partner_fee_earned: string[];
-    daily_service_fee_earned: string[];
-    cumulative_partner_fee_earned: string[];
-    cumulative_service_fee_earned: string[];
-  };
 }
 
 /** JSON inside a <script type="application/json">: nothing in it may close the element. */
@@ -194,35 +176,25 @@ ${
         ]);
         const latest = latestMap.get(p.id);
         const { from, to } = trailingDays(days, now, latestFinal);
-        const [apy, fees] = await Promise.all([
+        const [newestFirst, fees] = await Promise.all([
           ctx.snapshots.apyHistory(p.id, from, to),
           ctx.snapshots.feeStats(p.id, from, to),
         ]);
-        apy.reverse(); // oldest first, as charts read
-        const feeRows = feeStatsRows(fees, p.assetDecimals);
-        const data: ChartData = {
+        // Oldest first, as charts read; a copy, as the read cache shares its arrays with the API.
+        const apy = newestFirst.toReversed();
+        const data = encodeChartData({
           days,
           from,
           to,
           asset: p.assetSymbol,
-          apy_history: {
-            date: apy.map((r) => r.date),
-            underlying_apy: apy.map((r) => r.underlyingApy!),
-            net_apy_for_user: apy.map((r) => r.netApyForUser!),
-            engine_total_assets: apy.map((r) => formatUnits(r.engineTotalAssets, p.assetDecimals)),
-          },
-          fee_stats: {
-            date: feeRows.map((r) => r.date),
-            daily_partner_fee_earned: feeRows.map((r) => r.daily_partner_fee_earned),
-            daily_service_fee_earned: feeRows.map((r) => r.daily_service_fee_earned),
-            cumulative_partner_fee_earned: feeRows.map((r) => r.cumulative_partner_fee_earned),
-            cumulative_service_fee_earned: feeRows.map((r) => r.cumulative_service_fee_earned),
-          },
-        };
+          decimals: p.assetDecimals,
+          apy,
+          fees,
+        });
         const q = request.query as { start_date?: string; end_date?: string; error?: string };
         return sendPage(
           reply,
-          productPage(member, env, p, latest, data, now, reply.generateCsrf(), q),
+          productPage(member, env, p, latest, { data, apy, fees }, now, reply.generateCsrf(), q),
         );
       },
     );
@@ -274,23 +246,28 @@ ${
       env: Environment,
       p: Product,
       latest: SnapshotView | undefined,
-      data: ChartData,
+      charts: { data: CompactChartData; apy: SnapshotView[]; fees: SnapshotView[] },
       now: Date,
       csrf: string,
       q: { start_date?: string; end_date?: string },
     ) {
       const here = `${base()}/${env}/products/${p.slug}`;
-      const a = data.apy_history;
-      const f = data.fee_stats;
-      const hasData = a.date.length > 0;
-      const lastFee = f.date.length - 1;
-      const summary = (values: string[], fmt: (v: string) => string) => {
+      const { data, apy, fees } = charts;
+      const hasData = apy.length > 0;
+      const last = fees[fees.length - 1];
+      const summary = <T>(values: T[], order: (x: T, y: T) => number, fmt: (v: T) => string) => {
         if (values.length === 0) return 'no figures';
-        const sorted = [...values].sort((x, y) => Number(x) - Number(y));
+        const sorted = [...values].sort(order);
         return `from ${fmt(sorted[0]!)} to ${fmt(sorted[sorted.length - 1]!)}, ${fmt(values[values.length - 1]!)} on the last day`;
       };
-      const amount = (v: string) =>
-        money(toBaseUnits(v, p.assetDecimals), p.assetDecimals, p.assetSymbol);
+      const byApy = (x: string, y: string) => {
+        const d = toBaseUnits(x, 6) - toBaseUnits(y, 6);
+        return d < 0n ? -1 : d > 0n ? 1 : 0;
+      };
+      const byAmount = (x: bigint, y: bigint) => (x < y ? -1 : x > y ? 1 : 0);
+      const amount = (v: bigint) => money(v, p.assetDecimals, p.assetSymbol);
+      const total = (pick: (r: SnapshotView) => bigint | null) =>
+        fees.reduce((sum, r) => sum + (pick(r) ?? 0n), 0n);
       const body = html`<p class="lead"><code>${p.slug}</code> · ${p.assetSymbol} · partner fee ${(p.partnerFeeBps / 100).toFixed(2)} %, service fee ${(p.serviceFeeBps / 100).toFixed(2)} % of the yield</p>
 <dl class="figures">
   <div><dt>Status</dt><dd>${STATUS_LABEL[p.status]} ${badge(healthOf(p, latest, now))}</dd></div>
@@ -314,19 +291,31 @@ ${
 <figure class="chart-figure">
   <figcaption id="apy-caption"><strong>Net and underlying APY</strong> <span class="key"><span class="swatch swatch-net" aria-hidden="true"></span>Net APY (solid)</span> <span class="key"><span class="swatch swatch-underlying" aria-hidden="true"></span>Underlying APY (dashed)</span></figcaption>
   <div class="chart" data-chart="apy" tabindex="0" role="img" aria-labelledby="apy-caption" aria-describedby="apy-summary"></div>
-  <p class="hint" id="apy-summary">Net APY ${summary(a.net_apy_for_user, percent)}. Underlying APY ${summary(a.underlying_apy, percent)}.</p>
+  <p class="hint" id="apy-summary">Net APY ${summary(
+    apy.map((r) => r.netApyForUser!),
+    byApy,
+    percent,
+  )}. Underlying APY ${summary(
+    apy.map((r) => r.underlyingApy!),
+    byApy,
+    percent,
+  )}.</p>
 </figure>
 <figure class="chart-figure">
   <figcaption id="tvl-caption"><strong>TVL</strong> (${p.assetSymbol} in the engine at the end of each day)</figcaption>
   <div class="chart" data-chart="tvl" tabindex="0" role="img" aria-labelledby="tvl-caption" aria-describedby="tvl-summary"></div>
-  <p class="hint" id="tvl-summary">TVL ${summary(a.engine_total_assets, amount)}.</p>
+  <p class="hint" id="tvl-summary">TVL ${summary(
+    apy.map((r) => r.engineTotalAssets),
+    byAmount,
+    amount,
+  )}.</p>
 </figure>
 <figure class="chart-figure">
   <figcaption id="fees-caption"><strong>Fee earnings</strong> <span class="key"><span class="swatch swatch-partner" aria-hidden="true"></span>Partner per day (dark bars)</span> <span class="key"><span class="swatch swatch-service" aria-hidden="true"></span>Service per day (light bars, outlined)</span> <span class="key"><span class="swatch swatch-partner-line" aria-hidden="true"></span>Partner cumulative (solid line)</span> <span class="key"><span class="swatch swatch-service-line" aria-hidden="true"></span>Service cumulative (dashed line)</span></figcaption>
   <div class="chart" data-chart="fees" tabindex="0" role="img" aria-labelledby="fees-caption" aria-describedby="fees-summary"></div>
   <p class="hint" id="fees-summary">${
-    lastFee >= 0
-      ? `Over the period you earned ${money(sumOf(f.daily_partner_fee_earned, p.assetDecimals), p.assetDecimals, p.assetSymbol)} and the service ${money(sumOf(f.daily_service_fee_earned, p.assetDecimals), p.assetDecimals, p.assetSymbol)}; since deployment ${amount(f.cumulative_partner_fee_earned[lastFee]!)} and ${amount(f.cumulative_service_fee_earned[lastFee]!)}.`
+    last
+      ? `Over the period you earned ${amount(total((r) => r.dailyPartnerFee))} and the service ${amount(total((r) => r.dailyServiceFee))}; since deployment ${amount(last.cumulativePartnerFeeEarned)} and ${amount(last.cumulativeServiceFeeEarned)}.`
       : 'No fee figures in this period.'
   }</p>
 </figure>
@@ -357,10 +346,3 @@ ${
 }
 
 const rawJson = (value: unknown): Html => raw(jsonForScript(value));
-
-/** Sum of the API's decimal amounts, exact, in base units. */
-function sumOf(values: readonly string[], decimals: number): bigint {
-  let total = 0n;
-  for (const v of values) total += toBaseUnits(v, decimals);
-  return total;
-}

@@ -51,6 +51,7 @@ export function signInPage(
   return barePage({
     base,
     title: 'Sign in',
+    passkeys: true,
     errors: opts.errors,
     body: html`<p>We will email you a link that signs you in. It works once, for 15 minutes.</p>
 <form method="post" action="${base}/sign-in" novalidate>

@@ -1,11 +1,12 @@
-// Product dashboard charts (uPlot, served by the portal). The data is the page's JSON
-// (#chart-data): the API's apy-history and fee-stats columns as exact decimal strings. Numbers are
-// made from them only to place pixels; the tooltip shows the exact strings. Series differ by line
-// style and fill as well as colour, so the charts read without colour.
+// Product dashboard charts (uPlot, served by the portal). The data is the page's compact JSON
+// (#chart-data, see src/portal/chart-data.ts): exact integers, decoded here with BigInt into the
+// API's apy-history and fee-stats columns as exact decimal strings. Numbers are made from them only
+// to place pixels; the tooltip shows the exact strings. Series differ by line style and fill as
+// well as colour, so the charts read without colour.
 (() => {
   const source = document.getElementById('chart-data');
   if (!source || typeof uPlot === 'undefined') return;
-  const data = JSON.parse(source.textContent);
+  const data = decodeChartData(JSON.parse(source.textContent));
   const asset = data.asset;
   const day = (d) => Date.parse(`${d}T00:00:00Z`) / 1000;
   const num = (column) => column.map(Number);
@@ -211,3 +212,55 @@
     }, 100);
   });
 })();
+
+/** The compact form back to the API's columns (the inverse of encodeChartData in chart-data.ts). */
+function decodeChartData(c) {
+  const DAY_MS = 86_400_000;
+  const dates = (d0, steps) => {
+    if (d0 === null) return [];
+    let t = Date.parse(`${d0}T00:00:00Z`);
+    return steps.map((s) => {
+      t += s * DAY_MS;
+      return new Date(t).toISOString().slice(0, 10);
+    });
+  };
+  const sums = (column) => {
+    let total = 0n;
+    return column.map((v) => {
+      total += BigInt(v);
+      return total;
+    });
+  };
+  // Base units as the API writes amounts: no trailing zeros, no point for whole amounts.
+  const units = (v) => {
+    const digits = (v < 0n ? -v : v).toString().padStart(c.dec + 1, '0');
+    const int = digits.slice(0, digits.length - c.dec);
+    const frac = digits.slice(digits.length - c.dec).replace(/0+$/, '');
+    return `${v < 0n ? '-' : ''}${int}${frac ? `.${frac}` : ''}`;
+  };
+  // Millionths as the API's 6-place fractions.
+  const fraction = (v) => {
+    const digits = (v < 0n ? -v : v).toString().padStart(7, '0');
+    return `${v < 0n ? '-' : ''}${digits.slice(0, -6)}.${digits.slice(-6)}`;
+  };
+  const each = (column, fn) => column.map((v) => fn(BigInt(v)));
+  return {
+    days: c.days,
+    from: c.from,
+    to: c.to,
+    asset: c.asset,
+    apy_history: {
+      date: dates(c.apy.d0, c.apy.dd),
+      underlying_apy: each(c.apy.u, fraction),
+      net_apy_for_user: each(c.apy.n, fraction),
+      engine_total_assets: sums(c.apy.tvl).map(units),
+    },
+    fee_stats: {
+      date: dates(c.fees.d0, c.fees.dd),
+      daily_partner_fee_earned: each(c.fees.dp, units),
+      daily_service_fee_earned: each(c.fees.ds, units),
+      cumulative_partner_fee_earned: sums(c.fees.cp).map(units),
+      cumulative_service_fee_earned: sums(c.fees.cs).map(units),
+    },
+  };
+}

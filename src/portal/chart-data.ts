@@ -1,0 +1,170 @@
+/**
+ * The product page's chart data, as it travels in the page: compact and exact.
+ *
+ * A year of the API's apy-history and fee-stats as decimal strings with their field names was
+ * 16.6 KB of the page compressed. Here the same figures are integers instead: APYs in millionths
+ * (the stored 6-place fractions), amounts in the asset's base units, dates as day steps from the
+ * first date, and the slowly moving series (TVL, cumulative fees) as differences from the day
+ * before, so most numbers are short and repeat. Each column is one array under a short name (no
+ * repeated keys). An integer beyond 2^53 − 1 (an 18-decimal asset's large amounts) travels as a
+ * string, so nothing is ever rounded; static/charts.js rebuilds the API's exact decimal strings
+ * with BigInt (decodeChartData below is the same decoding, for the tests and the docs).
+ */
+import type { SnapshotView } from '../db/snapshot-reads.ts';
+import { formatUnits, toBaseUnits } from '../money/index.ts';
+
+/** The charts' data in the API's terms: apy-history and fee-stats of one window, by column. */
+export interface ChartData {
+  days: number;
+  from: string;
+  to: string;
+  asset: string;
+  apy_history: {
+    date: string[];
+    underlying_apy: string[];
+    net_apy_for_user: string[];
+    engine_total_assets: string[];
+  };
+  fee_stats: {
+    date: string[];
+    daily_partner_fee_earned: string[];
+    daily_service_fee_earned: string[];
+    cumulative_partner_fee_earned: string[];
+    cumulative_service_fee_earned: string[];
+  };
+}
+
+/** An exact integer: a JSON number while it is safe, else its decimal string. */
+type Int = number | string;
+
+/** What the page carries (see the module comment for each column's encoding). */
+export interface CompactChartData {
+  days: number;
+  from: string;
+  to: string;
+  asset: string;
+  /** The asset's decimals: amounts are base units. */
+  dec: number;
+  apy: {
+    /** First date, then each row's day step from the row before (the first step is 0). */
+    d0: string | null;
+    dd: number[];
+    /** Underlying and net APY in millionths. */
+    u: Int[];
+    n: Int[];
+    /** TVL in base units, as differences from the row before (the first from zero). */
+    tvl: Int[];
+  };
+  fees: {
+    d0: string | null;
+    dd: number[];
+    /** Daily partner and service fees earned, base units. */
+    dp: Int[];
+    ds: Int[];
+    /** Cumulative partner and service fees earned, base units, differences from the row before. */
+    cp: Int[];
+    cs: Int[];
+  };
+}
+
+const DAY_MS = 86_400_000;
+const dayNumber = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
+const dateOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+
+const int = (v: bigint): Int =>
+  v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : `${v}`;
+
+function steps(dates: readonly string[]): number[] {
+  return dates.map((d, i) => (i === 0 ? 0 : dayNumber(d) - dayNumber(dates[i - 1]!)));
+}
+
+function differences(values: readonly bigint[]): Int[] {
+  return values.map((v, i) => int(i === 0 ? v : v - values[i - 1]!));
+}
+
+const millionths = (apy: string | null) => int(toBaseUnits(apy ?? '0', 6));
+
+/**
+ * The compact form of a window: `apy` the apy-history rows (oldest first), `fees` the fee-stats
+ * rows (oldest first), as db/snapshot-reads.ts returns them.
+ */
+export function encodeChartData(input: {
+  days: number;
+  from: string;
+  to: string;
+  asset: string;
+  decimals: number;
+  apy: readonly SnapshotView[];
+  fees: readonly SnapshotView[];
+}): CompactChartData {
+  const { apy, fees } = input;
+  return {
+    days: input.days,
+    from: input.from,
+    to: input.to,
+    asset: input.asset,
+    dec: input.decimals,
+    apy: {
+      d0: apy[0]?.date ?? null,
+      dd: steps(apy.map((r) => r.date)),
+      u: apy.map((r) => millionths(r.underlyingApy)),
+      n: apy.map((r) => millionths(r.netApyForUser)),
+      tvl: differences(apy.map((r) => r.engineTotalAssets)),
+    },
+    fees: {
+      d0: fees[0]?.date ?? null,
+      dd: steps(fees.map((r) => r.date)),
+      dp: fees.map((r) => int(r.dailyPartnerFee ?? 0n)),
+      ds: fees.map((r) => int(r.dailyServiceFee ?? 0n)),
+      cp: differences(fees.map((r) => r.cumulativePartnerFeeEarned)),
+      cs: differences(fees.map((r) => r.cumulativeServiceFeeEarned)),
+    },
+  };
+}
+
+function dates(d0: string | null, dd: readonly number[]): string[] {
+  if (d0 === null) return [];
+  let day = dayNumber(d0);
+  return dd.map((step) => {
+    day += step;
+    return dateOf(day);
+  });
+}
+
+function sums(values: readonly Int[]): bigint[] {
+  let total = 0n;
+  return values.map((v) => {
+    total += BigInt(v);
+    return total;
+  });
+}
+
+/** An APY in millionths as the API's 6-place fraction ("0.051234"). */
+function fraction(v: bigint): string {
+  const digits = (v < 0n ? -v : v).toString().padStart(7, '0');
+  return `${v < 0n ? '-' : ''}${digits.slice(0, -6)}.${digits.slice(-6)}`;
+}
+
+/** Back to the API's field names and exact decimal strings (what charts.js also does). */
+export function decodeChartData(c: CompactChartData): ChartData {
+  const units = (v: bigint) => formatUnits(v, c.dec);
+  return {
+    days: c.days,
+    from: c.from,
+    to: c.to,
+    asset: c.asset,
+    apy_history: {
+      date: dates(c.apy.d0, c.apy.dd),
+      underlying_apy: c.apy.u.map((v) => fraction(BigInt(v))),
+      net_apy_for_user: c.apy.n.map((v) => fraction(BigInt(v))),
+      engine_total_assets: sums(c.apy.tvl).map(units),
+    },
+    fee_stats: {
+      date: dates(c.fees.d0, c.fees.dd),
+      daily_partner_fee_earned: c.fees.dp.map((v) => units(BigInt(v))),
+      daily_service_fee_earned: c.fees.ds.map((v) => units(BigInt(v))),
+      cumulative_partner_fee_earned: sums(c.fees.cp).map(units),
+      cumulative_service_fee_earned: sums(c.fees.cs).map(units),
+    },
+  };
+}

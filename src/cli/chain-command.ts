@@ -4,10 +4,11 @@
  * State persists under `<data-dir>/chain/`, so the next run reloads the same chain in seconds.
  */
 import path from 'node:path';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { DEFAULT_DAYS, DEFAULT_SEED } from '../chain/local/build.ts';
 import type { LocalDeployment } from '../chain/local/deployment.ts';
 import { ensureLocalChain } from '../chain/local/ensure.ts';
+import { integerInRange } from './arguments.ts';
 
 interface ChainCommandOptions {
   days: number;
@@ -16,15 +17,6 @@ interface ChainCommandOptions {
   dataDir: string;
   genesisTimestamp?: number;
   fresh: boolean;
-}
-
-function intOption(min: number, max: number) {
-  return (raw: string): number => {
-    if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('not a whole number');
-    const n = Number(raw);
-    if (n < min || n > max) throw new InvalidArgumentError(`must be from ${min} to ${max}`);
-    return n;
-  };
 }
 
 export function describeDeployment(d: LocalDeployment): string {
@@ -81,14 +73,14 @@ export function registerChainCommand(program: Command): void {
   program
     .command('chain')
     .description('run the local chain (anvil) with the demo contracts and simulated history')
-    .option('--days <n>', 'days of simulated history', intOption(1, 3650), DEFAULT_DAYS)
+    .option('--days <n>', 'days of simulated history', integerInRange(1, 3650), DEFAULT_DAYS)
     .option('--seed <seed>', 'seed of the simulated history', DEFAULT_SEED)
-    .option('--port <port>', 'RPC port (0 picks a free one)', intOption(0, 65535), 8545)
+    .option('--port <port>', 'RPC port (0 picks a free one)', integerInRange(0, 65535), 8545)
     .option('--data-dir <dir>', 'where the chain state is kept', process.env.DATA_DIR ?? './data')
     .option(
       '--genesis-timestamp <seconds>',
       'fixed genesis time: every block time and hash becomes reproducible',
-      intOption(1, 2 ** 40),
+      integerInRange(1, 2 ** 40),
     )
     .option('--fresh', 'discard any saved chain and build a new one', false)
     .action(runChain);

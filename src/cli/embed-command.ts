@@ -8,14 +8,8 @@ import {
   type EmbedSettings,
   normaliseOrigin,
 } from '../db/embed-settings.ts';
-import { createPartnersRepo } from '../db/partners.ts';
-import type { Environment } from '../db/products.ts';
+import { type Environment, environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError } from './shared.ts';
-
-function environment(raw: string): Environment {
-  if (raw !== 'live' && raw !== 'test') throw new InvalidArgumentError('must be live or test');
-  return raw;
-}
 
 function origin(raw: string, previous: string[] = []): string[] {
   const r = normaliseOrigin(raw);
@@ -49,8 +43,7 @@ async function change(
   fn: Change | undefined,
 ) {
   const settings = await ctx.withDatabase(ctx.config(), async (db) => {
-    const partner = await createPartnersRepo(db).findByName(opts.partner);
-    if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
+    const partner = await partnerNamed(db, opts.partner);
     const repo = createEmbedSettingsRepo(db);
     const current = await repo.get(partner.id, opts.env);
     if (!current) throw new CommandError('this partner environment has no embed settings');

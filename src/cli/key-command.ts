@@ -12,13 +12,8 @@ import {
   type RollOverlap,
   rollApiKey,
 } from '../db/api-keys.ts';
-import { createPartnersRepo } from '../db/partners.ts';
+import { environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
-
-function environment(raw: string): 'live' | 'test' {
-  if (raw !== 'live' && raw !== 'test') throw new InvalidArgumentError('must be live or test');
-  return raw;
-}
 
 function overlap(raw: string): RollOverlap {
   if (!isRollOverlap(raw)) {
@@ -40,8 +35,7 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
     .action(
       async (opts: { partner: string; env: 'live' | 'test'; name?: string; json: boolean }) => {
         const created = await ctx.withDatabase(ctx.config(), async (db) => {
-          const partner = await createPartnersRepo(db).findByName(opts.partner);
-          if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
+          const partner = await partnerNamed(db, opts.partner);
           return createApiKeysRepo(db).create(partner.id, opts.env, opts.name);
         });
         if (opts.json) {
@@ -107,12 +101,7 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner?: string; json: boolean }) => {
       const keys = await ctx.withDatabase(ctx.config(), async (db) => {
-        let partnerId: string | undefined;
-        if (opts.partner) {
-          const p = await createPartnersRepo(db).findByName(opts.partner);
-          if (!p) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
-          partnerId = p.id;
-        }
+        const partnerId = opts.partner ? (await partnerNamed(db, opts.partner)).id : undefined;
         return createApiKeysRepo(db).list(partnerId);
       });
       const rows = keys.map((k) => ({

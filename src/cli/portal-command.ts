@@ -4,7 +4,6 @@
  * minutes. The same functions serve the portal's own invitations (src/portal/sign-in-links.ts).
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import { createPartnersRepo } from '../db/partners.ts';
 import {
   createPortalMembersRepo,
   isMemberRole,
@@ -13,6 +12,7 @@ import {
 } from '../db/portal-members.ts';
 import { portalPublicUrl } from '../portal/public-url.ts';
 import { inviteMember, issueSignInUrl } from '../portal/sign-in-links.ts';
+import { partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError } from './shared.ts';
 
 function role(raw: string): MemberRole {
@@ -42,8 +42,7 @@ export function registerPortalCommand(program: Command, ctx: CommandContext): vo
     .action(async (opts: { partner: string; email: string; role: MemberRole; json: boolean }) => {
       const config = ctx.config();
       const result = await ctx.withDatabase(config, async (db) => {
-        const partner = await createPartnersRepo(db).findByName(opts.partner);
-        if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
+        const partner = await partnerNamed(db, opts.partner);
         const existing = await createPortalMembersRepo(db).findActiveByEmail(opts.email);
         if (existing && existing.partnerId !== partner.id) {
           throw new CommandError(

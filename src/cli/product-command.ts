@@ -11,7 +11,6 @@ import { type ChainClient, createChainClient } from '../chain/client.ts';
 import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
 import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
-import { createPartnersRepo } from '../db/partners.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { feesError, slugError } from '../db/product-rules.ts';
 import {
@@ -30,6 +29,7 @@ import {
   pauseProduct,
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
+import { integerInRange, partnerNamed } from './arguments.ts';
 import { registerProductFeeCommands } from './product-fees-command.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 
@@ -55,15 +55,6 @@ interface CreateOptions {
   hold: boolean;
   json: boolean;
 }
-
-const int =
-  (min: number, max: number) =>
-  (raw: string): number => {
-    if (!/^\d+$/.test(raw)) throw new InvalidArgumentError(`an integer from ${min} to ${max}`);
-    const n = Number(raw);
-    if (n < min || n > max) throw new InvalidArgumentError(`an integer from ${min} to ${max}`);
-    return n;
-  };
 
 /** EIP-55 form of a valid address; a mixed-case address with a wrong checksum is refused. */
 const address = (raw: string): Address => {
@@ -138,8 +129,7 @@ async function createProduct(ctx: CommandContext, opts: CreateOptions): Promise<
     );
   }
   const product = await ctx.withDatabase(config, async (db) => {
-    const partner = await createPartnersRepo(db).findByName(opts.partner);
-    if (!partner) throw new CommandError(`no partner named "${opts.partner}"`, 'not_found');
+    const partner = await partnerNamed(db, opts.partner);
     const products = createProductsRepo(db);
     if (await products.getBySlug(opts.slug)) {
       throw new CommandError(`the slug "${opts.slug}" is taken`, 'exists');
@@ -298,7 +288,11 @@ export function registerProductCommand(program: Command, ctx: CommandContext): v
         .choices(['low', 'medium', 'high'])
         .makeOptionMandatory(),
     )
-    .requiredOption('--chain-id <id>', 'chain of the engine (a configured chain)', int(1, 2 ** 48))
+    .requiredOption(
+      '--chain-id <id>',
+      'chain of the engine (a configured chain)',
+      integerInRange(1, 2 ** 48),
+    )
     .addOption(
       new Option('--vault-kind <kind>', 'redeem model of the underlying vault')
         .choices(['sync', 'async'])
@@ -307,9 +301,17 @@ export function registerProductCommand(program: Command, ctx: CommandContext): v
     .requiredOption('--underlying <address>', 'underlying ERC-4626 vault', address)
     .requiredOption('--asset <address>', 'asset (stablecoin) contract', address)
     .requiredOption('--asset-symbol <symbol>', 'asset symbol', text(32))
-    .requiredOption('--asset-decimals <n>', 'asset decimals', int(0, 77))
-    .requiredOption('--service-fee-bps <n>', 'service fee on yield, basis points', int(0, 5000))
-    .requiredOption('--partner-fee-bps <n>', 'partner fee on yield, basis points', int(0, 5000))
+    .requiredOption('--asset-decimals <n>', 'asset decimals', integerInRange(0, 77))
+    .requiredOption(
+      '--service-fee-bps <n>',
+      'service fee on yield, basis points',
+      integerInRange(0, 5000),
+    )
+    .requiredOption(
+      '--partner-fee-bps <n>',
+      'partner fee on yield, basis points',
+      integerInRange(0, 5000),
+    )
     .requiredOption('--service-recipient <address>', 'receives the service fee shares', address)
     .requiredOption('--partner-recipient <address>', 'receives the partner fee shares', address)
     .option(

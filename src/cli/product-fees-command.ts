@@ -5,7 +5,7 @@
  * through `apply-fees`. The product's service_fee_bps/partner_fee_bps (what the API shows) follow the
  * engine's fees in force at confirmation depth (the worker's status follower).
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
 import {
@@ -17,14 +17,10 @@ import {
   showProductFees,
 } from '../sync/lifecycle/fee-commands.ts';
 import { InvalidMoveError, type OperatorContext } from '../sync/lifecycle/operator-commands.ts';
+import { integerInRange } from './arguments.ts';
 import { type CommandContext, CommandError } from './shared.ts';
 
-const bps = (raw: string): number => {
-  if (!/^\d+$/.test(raw) || Number(raw) > 5000) {
-    throw new InvalidArgumentError('an integer from 0 to 5000');
-  }
-  return Number(raw);
-};
+const bps = integerInRange(0, 5000);
 
 function feesJson(f: ProductFees | FeeMoveOutcome) {
   return {

@@ -1,10 +1,11 @@
 /**
  * Repository of outbound webhook destinations. A secret exists in clear only twice: returned by
  * add() and rotate() to be shown once, and decrypted in the dispatcher to sign. Listing shows its
- * fingerprint.
+ * fingerprint. The portal and the operator's CLI both add, edit, rotate and remove through it.
  */
 import { newId } from '../ids.ts';
 import { parseDestinationUrl } from '../webhooks/destination-url.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import {
   generateDestinationSecret,
   type SecretBox,
@@ -28,10 +29,37 @@ export interface WebhookDestination {
    * `webhook-signature` entry); null once expired or after a rotation with no grace.
    */
   previousSecret: { fingerprint: string; expiresAt: Date } | null;
-  /** Set when the health job disabled it (see webhook-health.ts), with the partner's reason. */
+  /**
+   * Set while it is disabled (see webhook-health.ts), with a reason the partner reads: by the
+   * health job after days of failures ('health'), or by hand in the portal or the CLI ('manual').
+   */
   disabledAt: Date | null;
+  disabledBy: DisabledBy | null;
   disabledReason: string | null;
   removedAt: Date | null;
+}
+
+export type DisabledBy = 'health' | 'manual';
+
+/** An event type list naming a type the catalogue does not have. */
+export class DestinationEventTypesError extends Error {
+  override name = 'DestinationEventTypesError';
+  readonly unknown: readonly string[];
+  constructor(unknown: readonly string[]) {
+    super(
+      `unknown event type ${unknown.join(', ')} (known: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')})`,
+    );
+    this.unknown = unknown;
+  }
+}
+
+/** The stored form of an event type list: null (every type) for none; refuses unknown types. */
+function eventTypesColumn(types: readonly string[] | null | undefined): string[] | null {
+  if (!types || types.length === 0) return null;
+  const known: readonly string[] = SUBSCRIBABLE_EVENT_TYPES;
+  const unknown = types.filter((t) => !known.includes(t));
+  if (unknown.length > 0) throw new DestinationEventTypesError([...new Set(unknown)]);
+  return [...new Set(types)];
 }
 
 /** How long the previous secret keeps signing after a rotation, unless the rotation says. */
@@ -52,6 +80,7 @@ interface Row {
   previous_secret_fingerprint: string | null;
   previous_secret_expires_at: Date | null;
   disabled_at: Date | null;
+  disabled_by: DisabledBy | null;
   disabled_reason: string | null;
   removed_at: Date | null;
 }
@@ -72,6 +101,7 @@ const toDestination = (r: Row, now = Date.now()): WebhookDestination => ({
       ? { fingerprint: r.previous_secret_fingerprint, expiresAt: r.previous_secret_expires_at }
       : null,
   disabledAt: r.disabled_at,
+  disabledBy: r.disabled_by,
   disabledReason: r.disabled_reason,
   removedAt: r.removed_at,
 });
@@ -81,7 +111,10 @@ const secretContext = (id: string) => `webhook_destination:${id}`;
 
 export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
   return {
-    /** Adds a destination; throws DestinationUrlError for a URL that is not HTTPS. */
+    /**
+     * Adds a destination; throws DestinationUrlError for a URL that is not HTTPS and
+     * DestinationEventTypesError for a type the catalogue does not have.
+     */
     async add(input: {
       partnerId: string;
       environment: Environment;
@@ -91,7 +124,7 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
       const url = parseDestinationUrl(input.url).toString();
       const id = newId('whk');
       const secret = generateDestinationSecret();
-      const types = input.eventTypes && input.eventTypes.length > 0 ? [...input.eventTypes] : null;
+      const types = eventTypesColumn(input.eventTypes);
       const { rows } = await db.query<Row>(
         `INSERT INTO webhook_destinations
            (id, partner_id, environment, url, event_types, secret_ciphertext, secret_fingerprint)
@@ -159,6 +192,37 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
         [id, box.encrypt(secret, secretContext(id)), secretFingerprint(secret), graceMs],
       );
       return rows[0] && { destination: toDestination(rows[0]), secret };
+    },
+
+    /**
+     * Edits an active destination (a removed one: undefined): its URL, checked as add() checks it
+     * (HTTPS; the addresses it resolves to are judged at each send by the address policy), and/or
+     * its event types (null or []: every type). What changes applies from now on: pending
+     * deliveries and their retries go to the new URL (the dispatcher reads it at each attempt);
+     * deliveries already made for a type no longer subscribed are still sent; the fan-out uses
+     * the new types for events stored after the change. A new URL is a new endpoint, so the
+     * health record of the old one (`failing_since`) is cleared, unless the destination is
+     * disabled: re-enabling it replays from that moment.
+     */
+    async update(
+      id: string,
+      changes: { url?: string; eventTypes?: readonly string[] | null },
+    ): Promise<WebhookDestination | undefined> {
+      if (changes.url === undefined && changes.eventTypes === undefined) {
+        throw new TypeError('nothing to change: give a URL or event types');
+      }
+      const url = changes.url === undefined ? null : parseDestinationUrl(changes.url).toString();
+      const types = changes.eventTypes === undefined ? null : eventTypesColumn(changes.eventTypes);
+      const { rows } = await db.query<Row>(
+        `UPDATE webhook_destinations
+         SET url = coalesce($2, url),
+             event_types = CASE WHEN $3 THEN $4::text[] ELSE event_types END,
+             failing_since = CASE WHEN $2 IS NOT NULL AND $2 <> url AND disabled_at IS NULL
+                                  THEN NULL ELSE failing_since END
+         WHERE id = $1 AND removed_at IS NULL RETURNING *`,
+        [id, url, changes.eventTypes !== undefined, types],
+      );
+      return rows[0] && toDestination(rows[0]);
     },
 
     /**

@@ -9,9 +9,18 @@
  * are failed (kept, for the replay), events stored while it is disabled get a failed delivery at
  * once (the fan-out trigger), and a reason the partner can read is recorded. Re-enabling clears
  * the state and replays every event whose delivery failed since `failing_since`.
+ *
+ * A destination can also be disabled by hand (the portal, `webhook disable`): the same state with
+ * `disabled_by = 'manual'` and a reason naming who did it, and the same consequences, so one rule
+ * holds for every disabled destination: nothing pending is sent to it (its pending deliveries,
+ * retries included, are failed with "destination disabled" and kept), events stored meanwhile get
+ * a failed delivery, and re-enabling replays everything that failed since it started failing, or
+ * since it was disabled when it was not failing. Only a test event (ping) is still sent to a
+ * disabled destination, on request, to check it before re-enabling it.
  */
 import type { Database, Queryable } from './client.ts';
 import { createWebhookDeliveriesRepo, type WebhookDelivery } from './webhook-deliveries.ts';
+import type { DisabledBy } from './webhook-destinations.ts';
 
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 /** The statistics window. */
@@ -21,6 +30,8 @@ export interface DestinationHealth {
   destinationId: string;
   /** Null while the destination is enabled. */
   disabledAt: Date | null;
+  /** 'health': by the health job; 'manual': by a person (portal or CLI). */
+  disabledBy: DisabledBy | null;
   /** Why it was disabled, in words a partner can act on. */
   disabledReason: string | null;
   /** First failed attempt since the last success; null when the last outcome was a success. */
@@ -41,6 +52,7 @@ export interface DestinationHealth {
 interface StatsRow {
   id: string;
   disabled_at: Date | null;
+  disabled_by: DisabledBy | null;
   disabled_reason: string | null;
   failing_since: Date | null;
   attempts: number;
@@ -57,6 +69,7 @@ interface StatsRow {
 const toHealth = (r: StatsRow): DestinationHealth => ({
   destinationId: r.id,
   disabledAt: r.disabled_at,
+  disabledBy: r.disabled_by,
   disabledReason: r.disabled_reason,
   failingSince: r.failing_since,
   window: {
@@ -95,9 +108,26 @@ export function disabledReason(
   );
 }
 
+/** What the partner reads about a destination disabled by hand. */
+export function manualDisabledReason(by: string, at: Date, note?: string): string {
+  const why = note?.trim() ? ` (“${note.trim()}”)` : '';
+  return (
+    `Disabled by ${by} on ${at.toISOString()}${why}. Nothing is sent to it until it is ` +
+    're-enabled; what failed meanwhile is then replayed.'
+  );
+}
+
+/** Longest note a person may give when disabling a destination. */
+export const MAX_DISABLE_NOTE_LENGTH = 200;
+
 export class WebhookHealthError extends Error {
   override name = 'WebhookHealthError';
-  readonly code: 'destination_not_found' | 'destination_removed' | 'not_disabled';
+  readonly code:
+    | 'destination_not_found'
+    | 'destination_removed'
+    | 'not_disabled'
+    | 'already_disabled'
+    | 'invalid_note';
   constructor(message: string, code: WebhookHealthError['code']) {
     super(message);
     this.code = code;
@@ -118,7 +148,7 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
       now: Date = new Date(),
     ): Promise<DestinationHealth[]> {
       const { rows } = await db.query<StatsRow>(
-        `SELECT w.id, w.disabled_at, w.disabled_reason, w.failing_since,
+        `SELECT w.id, w.disabled_at, w.disabled_by, w.disabled_reason, w.failing_since,
                 s.attempts, s.succeeded, s.p50, s.p95, s.max_ms,
                 ls.attempted_at AS last_success_at,
                 lf.attempted_at AS last_failure_at, lf.status_code AS last_failure_code,
@@ -194,7 +224,8 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
             last[0] && { statusCode: last[0].status_code, error: last[0].error },
           );
           await tx.query(
-            `UPDATE webhook_destinations SET disabled_at = $2, disabled_reason = $3 WHERE id = $1`,
+            `UPDATE webhook_destinations
+             SET disabled_at = $2, disabled_by = 'health', disabled_reason = $3 WHERE id = $1`,
             [id, now, reason],
           );
           await tx.query(
@@ -209,6 +240,66 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
         if (done !== undefined) disabled.push({ id, reason: done });
       }
       return disabled;
+    },
+
+    /**
+     * Disables a destination by hand: `by` names who (an e-mail, or "the operator"), `note` is
+     * an optional word of why, both kept in the reason the partner reads. Its pending deliveries
+     * are failed (kept, replayed on re-enabling) in the same transaction, so none is claimed
+     * after it; an attempt already in flight finishes, and its outcome is not recorded (the
+     * delivery is failed already). Refused for a destination already disabled, by hand or by the
+     * health job (whose reason is kept).
+     */
+    async disable(
+      id: string,
+      options: { by: string; note?: string },
+    ): Promise<{ disabledAt: Date; reason: string; failedPending: number }> {
+      const note = options.note?.trim() ?? '';
+      if (note.length > MAX_DISABLE_NOTE_LENGTH) {
+        throw new WebhookHealthError(
+          `the note is ${note.length} characters; at most ${MAX_DISABLE_NOTE_LENGTH}`,
+          'invalid_note',
+        );
+      }
+      return inTransaction(async (tx) => {
+        const { rows } = await tx.query<{
+          removed_at: Date | null;
+          disabled_at: Date | null;
+          now: Date;
+        }>(
+          `SELECT removed_at, disabled_at, now() AS now FROM webhook_destinations
+           WHERE id = $1 FOR UPDATE`,
+          [id],
+        );
+        const d = rows[0];
+        if (!d) {
+          throw new WebhookHealthError(
+            `no webhook destination with id ${id}`,
+            'destination_not_found',
+          );
+        }
+        if (d.removed_at) {
+          throw new WebhookHealthError(`destination ${id} was removed`, 'destination_removed');
+        }
+        if (d.disabled_at) {
+          throw new WebhookHealthError(`destination ${id} is already disabled`, 'already_disabled');
+        }
+        const reason = manualDisabledReason(options.by, d.now, note);
+        await tx.query(
+          `UPDATE webhook_destinations
+           SET disabled_at = now(), disabled_by = 'manual', disabled_reason = $2 WHERE id = $1`,
+          [id, reason],
+        );
+        // failed_at = now() = disabled_at (one transaction): enable() replays from disabled_at.
+        const failed = await tx.query(
+          `UPDATE webhook_deliveries
+           SET status = 'failed', failed_at = now(), updated_at = now(),
+               last_error = coalesce(last_error, 'destination disabled')
+           WHERE destination_id = $1 AND status = 'pending'`,
+          [id],
+        );
+        return { disabledAt: d.now, reason, failedPending: failed.rowCount };
+      });
     },
 
     /**
@@ -242,7 +333,7 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
       const since = d.failing_since ?? d.disabled_at;
       await db.query(
         `UPDATE webhook_destinations
-         SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL
+         SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL
          WHERE id = $1`,
         [id],
       );

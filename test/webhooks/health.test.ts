@@ -144,6 +144,7 @@ describe.each(storageEngines())('webhook endpoint health on %s', (engine) => {
     expect(run.disabled).toEqual([destination.id]);
     const disabled = await destinations.find(destination.id);
     expect(disabled!.disabledAt).toBeInstanceOf(Date);
+    expect(disabled!.disabledBy).toBe('health');
     expect(disabled!.disabledReason).toMatch(
       /^Disabled automatically: every delivery attempt since \S+Z failed \(5 days without a success; the last answer was HTTP 503\)\. Fix the endpoint, then re-enable/,
     );

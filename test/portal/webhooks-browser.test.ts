@@ -254,7 +254,9 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     expect((await send(first, 'portal-old')).status).toBe(401);
     expect((await send(secret, 'portal-1')).status).toBe(200);
     // A retry of the same request (absorbed), and the key reused for another body (refused).
-    expect((await (await send(secret, 'portal-1')).json()).duplicate).toBe(true);
+    expect(
+      ((await (await send(secret, 'portal-1')).json()) as { duplicate: boolean }).duplicate,
+    ).toBe(true);
     expect((await send(secret, 'portal-1', 'ping', { from: 'elsewhere' })).status).toBe(409);
     // A submitted deposit whose transaction the indexer has already seen links to its event.
     const [product] = await seedProducts(t.db, partner.id, [
@@ -266,7 +268,7 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
         days: 0,
       },
     ]);
-    const tx = `0x${'ef'.repeat(32)}`;
+    const tx = `0x${'ef'.repeat(32)}` as const;
     const confirmed = (await createEventsRepo(t.db).insert({
       partnerId: partner.id,
       environment: 'live',

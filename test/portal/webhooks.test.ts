@@ -161,7 +161,7 @@ describe('inbound page', () => {
       },
     ]);
     const apiKey = (await createApiKeysRepo(h.t.db).create(partner.id, 'live', 'inbound')).key;
-    const tx = `0x${'ab'.repeat(32)}`;
+    const tx = `0x${'ab'.repeat(32)}` as const;
     // The lifecycle event the indexer stores for that transaction's Deposit log.
     const lifecycle = (await createEventsRepo(h.t.db).insert({
       partnerId: partner.id,

@@ -97,3 +97,39 @@ export async function lastBlockBefore(
   }
   return lo;
 }
+
+/**
+ * The boundary block of every day in `days` (one search per day, shared by every product that
+ * lacks it). `lo` must be a block before the end of the oldest day. Days are searched oldest first,
+ * each from the previous answer, and a first probe at the previous day's block count (doubled)
+ * usually brackets the day, so each search covers about one day of blocks.
+ */
+export async function findDayBoundaries(
+  times: BlockTimes,
+  days: Iterable<string>,
+  lo: bigint,
+  safeHead: bigint,
+): Promise<Map<string, bigint>> {
+  const result = new Map<string, bigint>();
+  let perDay = 0n;
+  let prevDay: string | undefined;
+  for (const day of [...new Set(days)].sort()) {
+    const target = dayStartSeconds(day) + DAY_SECONDS;
+    let hi = safeHead;
+    if (perDay > 0n && prevDay) {
+      const guess = lo + 2n * perDay * BigInt(daysBetween(prevDay, day)) + 1n;
+      if (guess < hi) {
+        if ((await times.timestamp(guess)) >= target) hi = guess;
+        else lo = guess;
+      }
+    }
+    const block = await lastBlockBefore(times, target, lo, hi);
+    if (block === null) throw new Error(`no block before ${day} ends at or after block ${lo}`);
+    if (prevDay !== undefined) perDay = block - (result.get(prevDay) ?? block);
+    if (perDay < 1n) perDay = 1n;
+    result.set(day, block);
+    lo = block;
+    prevDay = day;
+  }
+  return result;
+}

@@ -12,35 +12,26 @@
  * (src/db/snapshots.ts): such a row does not cover its day (coverage, latestFinal) and is never a
  * previous day, so the deployment day is computed and written as if it were absent.
  */
-import type { AbiEvent } from 'viem';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
-import { yieldEngineAbi } from '../chain/generated/index.ts';
-import { readEngineFigures } from '../chain/read-engine-figures.ts';
-import { readPendingFees } from '../chain/read-pending-fees.ts';
-import { readVaultTotals, type VaultTotals } from '../chain/read-vault-totals.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
-import { createProductsRepo, type Product } from '../db/products.ts';
-import { createSnapshotsRepo, isFinal, type Snapshot } from '../db/snapshots.ts';
+import { createProductsRepo } from '../db/products.ts';
+import { createSnapshotsRepo, type Snapshot } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import {
   addDays,
   type BlockTimes,
   createBlockTimes,
-  DAY_SECONDS,
-  dayStartSeconds,
   daysBetween,
-  lastBlockBefore,
+  findDayBoundaries,
   utcDate,
 } from './day-boundary.ts';
-import {
-  type BoundaryReads,
-  computeSnapshot,
-  type DayFlows,
-  dailyAlerts,
-} from './metrics/compute.ts';
+import { createBoundaryReader } from './metrics/boundary-reads.ts';
+import { computeSnapshot, dailyAlerts } from './metrics/compute.ts';
+import { readDayFlows } from './metrics/flows.ts';
+import { type ProductPlan, planProduct, searchStart } from './metrics/plan.ts';
 import { estimateFromUnderlying, readUnderlyingEstimate } from './metrics/underlying-estimate.ts';
 
 export interface MetricsProcessorDeps {
@@ -81,26 +72,6 @@ export interface MetricsProcessor {
  */
 const DEFAULT_ALERT_WINDOW_DAYS = 2;
 
-const depositEvent = yieldEngineAbi.find(
-  (x): x is Extract<(typeof yieldEngineAbi)[number], { type: 'event'; name: 'Deposit' }> =>
-    x.type === 'event' && x.name === 'Deposit',
-)!;
-const withdrawEvent = yieldEngineAbi.find(
-  (x): x is Extract<(typeof yieldEngineAbi)[number], { type: 'event'; name: 'Withdraw' }> =>
-    x.type === 'event' && x.name === 'Withdraw',
-)!;
-
-/** A product's work in one run: the days it lacks, in order, and what precedes the first one. */
-interface ProductPlan {
-  product: Product;
-  engine: `0x${string}`;
-  deployedBlock: bigint;
-  /** Missing days, oldest first. */
-  days: string[];
-  /** Existing rows by date (the previous day of a missing day, when it exists). */
-  existing: Map<string, Snapshot>;
-}
-
 export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProcessor {
   const { db, chain, client } = deps;
   const logger = deps.logger.child({ job: `metrics:${chain.chainId}` });
@@ -110,6 +81,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
   const writeChunkDays = Math.max(1, deps.writeChunkDays ?? 100);
   const products = createProductsRepo(db);
   const snapshots = createSnapshotsRepo(db);
+  const boundaryReader = createBoundaryReader(client);
 
   async function runOnce(options: { signal?: AbortSignal } = {}): Promise<MetricsRunResult> {
     const started = performance.now();
@@ -138,12 +110,17 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
         continue;
       }
       if (product.deployedBlock > safeHead) continue;
-      const plan = await planProduct(product, product.deployedBlock, times, lastDay);
+      const plan = await planProduct(snapshots, product, product.deployedBlock, times, lastDay);
       if (plan.days.length > 0) plans.push(plan);
     }
     if (plans.length === 0) return { written: 0 };
 
-    const boundaries = await findBoundaries(plans, times, safeHead);
+    const boundaries = await findDayBoundaries(
+      times,
+      plans.flatMap((p) => p.days),
+      searchStart(plans),
+      safeHead,
+    );
     const today = utcDate(Math.floor(now().getTime() / 1000));
     let written = 0;
     await forEachLimit(plans, concurrency, async (plan) => {
@@ -159,80 +136,6 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       );
     }
     return { written };
-  }
-
-  /** Which days the product lacks, from its deployment day to `lastDay`. */
-  async function planProduct(
-    product: Product,
-    deployedBlock: bigint,
-    times: BlockTimes,
-    lastDay: string,
-  ): Promise<ProductPlan> {
-    const engine = product.engineAddress!;
-    const firstDay = utcDate(await times.timestamp(deployedBlock));
-    const plan: ProductPlan = { product, engine, deployedBlock, days: [], existing: new Map() };
-    if (firstDay > lastDay) return plan;
-    // Final rows only: a provisional or legacy row neither covers its day nor is a previous day.
-    const { count, latestDate } = await snapshots.coverage(product.id);
-    if (latestDate === null) {
-      plan.days = dayRange(firstDay, lastDay);
-    } else if (count === daysBetween(firstDay, latestDate) + 1) {
-      // The usual case: no holes, so only the days after the newest row are missing.
-      const latest = await snapshots.latestFinal(product.id);
-      if (latest) plan.existing.set(latest.date, latest);
-      plan.days = dayRange(addDays(latestDate, 1), lastDay);
-    } else {
-      // Holes (rows deleted by hand, say): fill every missing day, each against its previous day.
-      for (const row of await snapshots.listRange(product.id, firstDay, lastDay)) {
-        if (isFinal(row)) plan.existing.set(row.date, row);
-      }
-      plan.days = dayRange(firstDay, lastDay).filter((d) => !plan.existing.has(d));
-    }
-    return plan;
-  }
-
-  /**
-   * The boundary block of every day some product lacks, shared by all products (one search per
-   * day per run, not per product). Days are searched oldest first, each from the previous answer,
-   * and a first probe at the previous day's block count (doubled) usually brackets the day, so
-   * the search covers about one day of blocks.
-   */
-  async function findBoundaries(
-    plans: ProductPlan[],
-    times: BlockTimes,
-    safeHead: bigint,
-  ): Promise<Map<string, bigint>> {
-    const days = [...new Set(plans.flatMap((p) => p.days))].sort();
-    // A valid lower bound for the oldest day: every plan's hint is a block before the end of its
-    // first missing day (its previous row's block, or its deployment block on its first day).
-    let lo = plans
-      .map((p) => {
-        const prev = p.existing.get(addDays(p.days[0]!, -1));
-        return prev ? prev.blockNumber : p.deployedBlock;
-      })
-      .reduce(minBig);
-    const result = new Map<string, bigint>();
-    let perDay = 0n;
-    let prevDay: string | undefined;
-    for (const day of days) {
-      const target = dayStartSeconds(day) + DAY_SECONDS;
-      let hi = safeHead;
-      if (perDay > 0n && prevDay) {
-        const guess = lo + 2n * perDay * BigInt(daysBetween(prevDay, day)) + 1n;
-        if (guess < hi) {
-          if ((await times.timestamp(guess)) >= target) hi = guess;
-          else lo = guess;
-        }
-      }
-      const block = await lastBlockBefore(times, target, lo, hi);
-      if (block === null) throw new Error(`no block before ${day} ends at or after block ${lo}`);
-      if (prevDay !== undefined) perDay = block - (result.get(prevDay) ?? block);
-      if (perDay < 1n) perDay = 1n;
-      result.set(day, block);
-      lo = block;
-      prevDay = day;
-    }
-    return result;
   }
 
   /** Reads, computes and stores the product's missing days; returns the rows inserted. */
@@ -260,11 +163,21 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
 
     const [reads, flows] = await Promise.all([
       // All days' state reads at once: independent calls, sent as JSON-RPC batches.
-      Promise.all(plan.days.map((day) => readBoundary(product, engine, blockOf(day), times))),
-      readFlows(
-        engine,
-        plan.days.map((day) => ({ day, after: fromAfter(day), through: blockOf(day) })),
+      Promise.all(
+        plan.days.map((day) =>
+          boundaryReader.read({
+            engine,
+            underlyingVault: product.underlyingVaultAddress,
+            blockNumber: blockOf(day),
+            times,
+          }),
+        ),
       ),
+      readDayFlows(client, {
+        engine,
+        spans: plan.days.map((day) => ({ day, after: fromAfter(day), through: blockOf(day) })),
+        maxBlocks: BigInt(Math.max(1, chain.blockRangeLimit)),
+      }),
     ]);
 
     const rows: Snapshot[] = [];
@@ -335,79 +248,6 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     return written;
   }
 
-  /** Underlying vault reads are shared by every engine on that vault: one read per block. */
-  const underlyingCache = new Map<string, Promise<VaultTotals>>();
-  function readUnderlying(vault: `0x${string}`, blockNumber: bigint): Promise<VaultTotals> {
-    const key = `${vault}:${blockNumber}`;
-    let p = underlyingCache.get(key);
-    if (!p) {
-      p = readVaultTotals(client, { vault, blockNumber });
-      p.catch(() => underlyingCache.delete(key));
-      // Bounded: a backfill touches a few hundred blocks per vault; a daily run a handful.
-      if (underlyingCache.size > 10_000) underlyingCache.clear();
-      underlyingCache.set(key, p);
-    }
-    return p;
-  }
-
-  async function readBoundary(
-    product: Product,
-    engine: `0x${string}`,
-    blockNumber: bigint,
-    times: BlockTimes,
-  ): Promise<BoundaryReads> {
-    const [timestamp, engineFigures, pending, vaultTotals] = await Promise.all([
-      times.timestamp(blockNumber),
-      readEngineFigures(client, { engine, blockNumber }),
-      readPendingFees(client, { engine, blockNumber }),
-      readUnderlying(product.underlyingVaultAddress, blockNumber),
-    ]);
-    return {
-      blockNumber,
-      blockTimestamp: new Date(timestamp * 1000),
-      ...engineFigures,
-      ...pending,
-      underlyingAssets: vaultTotals.totalAssets,
-      underlyingSupply: vaultTotals.totalSupply,
-    };
-  }
-
-  /**
-   * Sums of Deposit.assets and Withdraw.assets of the engine per day, over blocks (after, through].
-   * One eth_getLogs sweep over the whole span, in ranges within the chain's block range limit.
-   * (An async exit's assets leave at the claim, which emits Withdraw; RedeemRequested moves none.)
-   */
-  async function readFlows(
-    engine: `0x${string}`,
-    spans: { day: string; after: bigint; through: bigint }[],
-  ): Promise<Map<string, DayFlows>> {
-    const result = new Map<string, DayFlows>();
-    for (const s of spans) result.set(s.day, { deposits: 0n, withdrawals: 0n });
-    if (spans.length === 0) return result;
-    const from = spans.map((s) => s.after + 1n).reduce(minBig);
-    const to = spans.map((s) => s.through).reduce(maxBig);
-    const limit = BigInt(Math.max(1, chain.blockRangeLimit));
-    const ranges: [bigint, bigint][] = [];
-    for (let start = from; start <= to; start += limit) {
-      ranges.push([start, minBig(start + limit - 1n, to)]);
-    }
-    const events = [depositEvent, withdrawEvent] as const satisfies readonly AbiEvent[];
-    const batches = await Promise.all(
-      ranges.map(([fromBlock, toBlock]) =>
-        client.getLogs({ address: engine, events, fromBlock, toBlock, strict: true }),
-      ),
-    );
-    for (const log of batches.flat()) {
-      if (log.blockNumber === null) continue;
-      const span = spans.find((s) => log.blockNumber! > s.after && log.blockNumber! <= s.through);
-      if (!span) continue; // a day that already has its row
-      const f = result.get(span.day)!;
-      if (log.eventName === 'Deposit') f.deposits += log.args.assets;
-      else f.withdrawals += log.args.assets;
-    }
-    return result;
-  }
-
   return {
     runOnce,
     job(intervalMs) {
@@ -421,22 +261,6 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       });
     },
   };
-}
-
-function minBig(a: bigint, b: bigint): bigint {
-  if (a < b) return a;
-  return b;
-}
-
-function maxBig(a: bigint, b: bigint): bigint {
-  if (a > b) return a;
-  return b;
-}
-
-function dayRange(from: string, to: string): string[] {
-  const days: string[] = [];
-  for (let d = from; d <= to; d = addDays(d, 1)) days.push(d);
-  return days;
 }
 
 async function forEachLimit<T>(

@@ -20,6 +20,7 @@ import { createLogger } from '../../src/logger.ts';
 import { readProvisionalSnapshot } from '../../src/sync/metrics/provisional.ts';
 import { createMetricsProcessor } from '../../src/sync/metrics.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
+import { startRpcProxy } from './helpers-indexer.ts';
 import { type LocalHistory, provisionEngines, startHistory } from './metrics-helpers.ts';
 
 const DAYS = 30;
@@ -347,6 +348,33 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
       expect(await dump(other.db)).toEqual(await dump(test.db));
     } finally {
       await other.drop();
+    }
+  });
+
+  it('gives the same rows through a provider that refuses wide log ranges', async () => {
+    // A real HTTP JSON-RPC proxy in front of anvil that refuses eth_getLogs over more than a fifth
+    // of the history, in a hosted provider's words; the chain's own limit would allow it all.
+    const proxy = await startRpcProxy(history.anvil.rpcUrl);
+    const other = await freshDatabase(engine);
+    try {
+      await setup(other.db);
+      const maxSpan = Math.ceil(history.deployment.historyEndBlock / 5);
+      proxy.setMaxLogSpan(maxSpan);
+      const chain = { ...history.chain, rpcUrls: [proxy.url], blockRangeLimit: 1_000_000 };
+      const { written } = await createMetricsProcessor({
+        db: other.db,
+        logger: createLogger('silent'),
+        chain,
+        client: createChainClient(chain),
+        now: endNow,
+      }).runOnce();
+      expect(written).toBe(products.length * (DAYS + 1));
+      expect(proxy.spans.some((s) => s > maxSpan)).toBe(true); // it asked wide and was refused
+      expect(proxy.spans.some((s) => s <= maxSpan)).toBe(true); // then split until answered
+      expect(await dump(other.db)).toEqual(await dump(test.db));
+    } finally {
+      await other.drop();
+      await proxy.close();
     }
   });
 

@@ -117,6 +117,11 @@ export function createEventsRepo(db: Queryable) {
       return rows[0] && toEvent(rows[0]);
     },
 
+    async findById(id: string): Promise<StoredEvent | undefined> {
+      const { rows } = await db.query<EventRow>('SELECT * FROM events WHERE id = $1', [id]);
+      return rows[0] && toEvent(rows[0]);
+    },
+
     async list(filter: { eventType?: string; productId?: string } = {}): Promise<StoredEvent[]> {
       const { rows } = await db.query<EventRow>(
         `SELECT * FROM events

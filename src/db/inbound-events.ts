@@ -39,6 +39,12 @@ export interface InboundEvent {
   linkedEventId: string | null;
   linkedAt: Date | null;
   receivedAt: Date;
+  /** Later requests with the same key and the same body: absorbed, answered `duplicate: true`. */
+  duplicateCount: number;
+  lastDuplicateAt: Date | null;
+  /** Later requests with the same key and another body: refused with 409 idempotency_conflict. */
+  conflictCount: number;
+  lastConflictAt: Date | null;
 }
 
 export type StoreResult =
@@ -64,6 +70,10 @@ interface Row {
   linked_event_id: string | null;
   linked_at: Date | null;
   received_at: Date;
+  duplicate_count: number;
+  last_duplicate_at: Date | null;
+  conflict_count: number;
+  last_conflict_at: Date | null;
 }
 
 const toEvent = (r: Row): InboundEvent => ({
@@ -81,6 +91,10 @@ const toEvent = (r: Row): InboundEvent => ({
   linkedEventId: r.linked_event_id,
   linkedAt: r.linked_at,
   receivedAt: r.received_at,
+  duplicateCount: r.duplicate_count,
+  lastDuplicateAt: r.last_duplicate_at,
+  conflictCount: r.conflict_count,
+  lastConflictAt: r.last_conflict_at,
 });
 
 /** Same request: same bytes, same event type, same environment (keys span both environments). */
@@ -136,7 +150,17 @@ export function createInboundEventsRepo(
       }
       const existing = await find(db, e.partnerId, e.idempotencyKey);
       if (!existing) throw new Error('inbound event conflict without a stored row');
-      return { outcome: sameRequest(existing, e) ? 'duplicate' : 'conflict', event: existing };
+      const outcome = sameRequest(existing, e) ? 'duplicate' : 'conflict';
+      // Counted on the event repeated (migration 0028), for the portal's inbound page.
+      const counted = await db.query<Row>(
+        outcome === 'duplicate'
+          ? `UPDATE inbound_events SET duplicate_count = duplicate_count + 1,
+               last_duplicate_at = now() WHERE id = $1 RETURNING *`
+          : `UPDATE inbound_events SET conflict_count = conflict_count + 1,
+               last_conflict_at = now() WHERE id = $1 RETURNING *`,
+        [existing.id],
+      );
+      return { outcome, event: counted.rows[0] ? toEvent(counted.rows[0]) : existing };
     },
 
     find: (partnerId, idempotencyKey) => find(db, partnerId, idempotencyKey),
@@ -144,6 +168,23 @@ export function createInboundEventsRepo(
     async findById(id) {
       const { rows } = await db.query<Row>('SELECT * FROM inbound_events WHERE id = $1', [id]);
       return rows[0] && toEvent(rows[0]);
+    },
+
+    async recent(partnerId, environment, limit) {
+      const { rows } = await db.query<Row>(
+        `SELECT * FROM inbound_events WHERE partner_id = $1 AND environment = $2
+         ORDER BY id DESC LIMIT $3`,
+        [partnerId, environment, limit],
+      );
+      return rows.map(toEvent);
+    },
+
+    async linkedTo(eventId) {
+      const { rows } = await db.query<Row>(
+        'SELECT * FROM inbound_events WHERE linked_event_id = $1 ORDER BY id',
+        [eventId],
+      );
+      return rows.map(toEvent);
     },
 
     async list(filter = {}) {
@@ -168,6 +209,10 @@ export interface InboundEventsRepo {
   store(e: NewInboundEvent): Promise<StoreResult>;
   find(partnerId: string, idempotencyKey: string): Promise<InboundEvent | undefined>;
   findById(id: number): Promise<InboundEvent | undefined>;
+  /** The newest `limit` events of a partner's environment, newest first. */
+  recent(partnerId: string, environment: Environment, limit: number): Promise<InboundEvent[]>;
+  /** The events linked to a lifecycle event (the transaction they announced). */
+  linkedTo(eventId: string): Promise<InboundEvent[]>;
   list(filter?: {
     partnerId?: string;
     environment?: Environment;

@@ -41,6 +41,7 @@ import type { Mailer } from './mailer.ts';
 import { createRedisSessionStore } from './redis-sessions.ts';
 import { accountRoutes } from './routes/account.ts';
 import { auditRoutes } from './routes/audit.ts';
+import { inboundRoutes } from './routes/inbound.ts';
 import { keysRoutes } from './routes/keys.ts';
 import { passkeyRoutes } from './routes/passkeys.ts';
 import { productsRoutes } from './routes/products.ts';
@@ -248,6 +249,7 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   // tests without one get a random key of this process.
   const box = opts.secretBox ?? createSecretBox(randomBytes(32));
   await app.register(webhooksRoutes(ctx, box));
+  await app.register(inboundRoutes(ctx, box));
   await app.register(passkeyRoutes(ctx, box, limit));
 };
 

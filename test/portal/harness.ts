@@ -3,6 +3,7 @@
  * mail written to a temporary outbox, and a small browser-like client over `inject` that keeps
  * cookies and reads the CSRF token and one-time links the way a member would.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import type { MemberRole } from '../../src/db/portal-members.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
 import type { Redis } from '../../src/redis.ts';
+import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { type EngineName, freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 
@@ -49,6 +51,8 @@ export async function portalHarness(
     db: t.db,
     logger: logs.logger,
     redis: opts.redis,
+    // One box for the API and the portal: an inbound secret set in the portal verifies requests.
+    secretBox: createSecretBox(randomBytes(32)),
     portal: {
       mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
       publicUrl: () => publicUrl,

@@ -4,7 +4,9 @@
  * shown once; send a test event and see it delivered; make the receiver fail and see the failed
  * attempts in the log and the delivery's detail; fix it and replay the failures; rotate the secret
  * and verify a delivery with the OLD secret during the grace period (standardwebhooks library);
- * create and rotate the inbound secret and send a signed inbound event with it. Axe on each page.
+ * create and rotate the inbound secret and send a signed inbound event with it, its duplicate and a
+ * conflicting reuse of its key, and a submitted deposit linked to its lifecycle event (that event's
+ * page too). Axe on each page.
  *
  * PORTAL_SCREENSHOTS=docs/portal writes the screenshots committed there.
  */
@@ -30,6 +32,7 @@ import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { type HttpsReceiver, startHttpsReceiver, testCaPem } from '../helpers/https-receiver.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { chromiumMissing, launchChromium, seriousA11yViolations } from './browser.ts';
+import { seedProducts } from './products-fixture.ts';
 
 const missing = chromiumMissing();
 const shots = process.env.PORTAL_SCREENSHOTS;
@@ -230,19 +233,18 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     await page.getByRole('button', { name: 'Create the inbound secret' }).click();
     const first = (await page.getByLabel('Signing secret', { exact: true }).textContent())!.trim();
     await page.getByRole('button', { name: 'Rotate the inbound secret' }).click();
-    const secret = (await page.getByLabel('Signing secret', { exact: true }).textContent())!.trim();
-    expect(secret).not.toBe(first);
-    const send = (s: string, key: string) => {
-      const raw = JSON.stringify({
-        occurred_at: new Date().toISOString(),
-        data: { from: 'portal' },
-      });
+    // The rotated page replaces the first one (an htmx swap): wait for the new secret.
+    const shown = () => page.getByLabel('Signing secret', { exact: true }).textContent();
+    await expect.poll(async () => (await shown())?.trim(), { timeout: 30_000 }).not.toBe(first);
+    const secret = (await shown())!.trim();
+    const send = (s: string, key: string, event = 'ping', data: object = { from: 'portal' }) => {
+      const raw = JSON.stringify({ occurred_at: '2026-03-01T12:00:00Z', data });
       return fetch(`${origin}/api/partner/webhooks/inbound`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           'x-api-key': apiKey,
-          'x-service-event': 'ping',
+          'x-service-event': event,
           'idempotency-key': key,
           'x-service-signature': signPayload(s, raw),
         },
@@ -251,9 +253,59 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     };
     expect((await send(first, 'portal-old')).status).toBe(401);
     expect((await send(secret, 'portal-1')).status).toBe(200);
+    // A retry of the same request (absorbed), and the key reused for another body (refused).
+    expect(
+      ((await (await send(secret, 'portal-1')).json()) as { duplicate: boolean }).duplicate,
+    ).toBe(true);
+    expect((await send(secret, 'portal-1', 'ping', { from: 'elsewhere' })).status).toBe(409);
+    // A submitted deposit whose transaction the indexer has already seen links to its event.
+    const [product] = await seedProducts(t.db, partner.id, [
+      {
+        slug: 'inbound-usdc',
+        displayName: 'USDC Core',
+        environment: 'live',
+        status: 'active',
+        days: 0,
+      },
+    ]);
+    const tx = `0x${'ef'.repeat(32)}` as const;
+    const confirmed = (await createEventsRepo(t.db).insert({
+      partnerId: partner.id,
+      environment: 'live',
+      productId: product!.id,
+      eventType: 'deposit.confirmed',
+      dedupeKey: `deposit.confirmed:31337:${tx}:0`,
+      payload: { product_slug: 'inbound-usdc', tx_hash: tx, assets: '1250.5' },
+      occurredAt: new Date('2026-03-01T12:00:12Z'),
+      chain: {
+        chainId: 31337,
+        blockNumber: 42n,
+        blockHash: `0x${'01'.repeat(32)}`,
+        txHash: tx,
+        logIndex: 0,
+      },
+    }))!;
+    const deposit = {
+      product_slug: 'inbound-usdc',
+      chain_id: 31337,
+      tx_hash: tx,
+      user_address: `0x${'34'.repeat(20)}`,
+      amount: '1250.5',
+    };
+    expect((await send(secret, 'deposit-7', 'deposit.submitted', deposit)).status).toBe(200);
     await page.goto(`${portal}/live/webhooks/inbound`);
     await page.getByRole('cell', { name: 'portal-1' }).waitFor();
     expect(await page.getByRole('cell', { name: 'portal-old' }).count()).toBe(0);
+    const repeated = page.getByRole('row', { name: /portal-1/ });
+    await repeated.getByText('1 duplicate absorbed').waitFor();
+    await repeated.getByText('1 conflict refused (409)').waitFor();
+    const depositRow = page.getByRole('row', { name: /deposit-7/ });
+    await depositRow.getByRole('link', { name: confirmed.id }).waitFor();
     await check('webhooks-inbound');
+    await depositRow.getByRole('link', { name: confirmed.id }).click();
+    await page.getByRole('heading', { name: 'Lifecycle event', level: 1 }).waitFor();
+    await page.getByText('deposit.submitted with idempotency key').waitFor();
+    await page.getByRole('link', { name: 'USDC Core' }).waitFor();
+    await check('webhooks-event');
   });
 });

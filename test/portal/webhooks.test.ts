@@ -5,8 +5,12 @@
  * webhooks-browser.test.ts against the real dispatcher.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { signPayload } from '../../src/webhooks/signature.ts';
 import { type Client, type Harness, portalHarness, text } from './harness.ts';
+import { seedProducts } from './products-fixture.ts';
 
 let h: Harness;
 let n = 0;
@@ -137,5 +141,97 @@ describe('webhook pages', () => {
       'webhook.removed',
       'inbound.secret_set',
     ]);
+  });
+});
+
+describe('inbound page', () => {
+  it('lists inbound events with their keys, counts duplicates and conflicts, and links to the lifecycle event matched', async () => {
+    const partner = await createPartnersRepo(h.t.db).create(`Inbound ${n}`);
+    const owner = await h.signedIn(email('inbound'), 'owner', partner);
+    await owner.get('/portal/live/webhooks/inbound');
+    const created = await owner.post('/portal/live/webhooks/inbound/secret');
+    const secret = /<code id="new-secret"[^>]*>([^<]+)<\/code>/.exec(created.body)![1]!;
+    const [product] = await seedProducts(h.t.db, partner.id, [
+      {
+        slug: `inb-${n}`,
+        displayName: 'Inbound USDC',
+        environment: 'live',
+        status: 'active',
+        days: 0,
+      },
+    ]);
+    const apiKey = (await createApiKeysRepo(h.t.db).create(partner.id, 'live', 'inbound')).key;
+    const tx = `0x${'ab'.repeat(32)}` as const;
+    // The lifecycle event the indexer stores for that transaction's Deposit log.
+    const lifecycle = (await createEventsRepo(h.t.db).insert({
+      partnerId: partner.id,
+      environment: 'live',
+      productId: product!.id,
+      eventType: 'deposit.confirmed',
+      dedupeKey: `deposit.confirmed:31337:${tx}:0`,
+      payload: { product_slug: product!.slug, tx_hash: tx },
+      occurredAt: new Date('2026-03-01T12:00:05Z'),
+      chain: {
+        chainId: 31337,
+        blockNumber: 12n,
+        blockHash: `0x${'cd'.repeat(32)}`,
+        txHash: tx,
+        logIndex: 0,
+      },
+    }))!;
+    const send = async (key: string, event: string, data: Record<string, unknown>) => {
+      const raw = JSON.stringify({ occurred_at: '2026-03-01T12:00:00Z', data });
+      const res = await h.app.inject({
+        method: 'POST',
+        url: '/api/partner/webhooks/inbound',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': apiKey,
+          'x-service-event': event,
+          'idempotency-key': key,
+          'x-service-signature': signPayload(secret, raw),
+        },
+        payload: raw,
+      });
+      return { status: res.statusCode, body: res.json() as { duplicate?: boolean; code?: string } };
+    };
+    const deposit = {
+      product_slug: product!.slug,
+      chain_id: 31337,
+      tx_hash: tx,
+      user_address: `0x${'12'.repeat(20)}`,
+      amount: '1250.5',
+    };
+    expect((await send('dep-1', 'deposit.submitted', deposit)).body.duplicate).toBe(false);
+    expect((await send('dep-1', 'deposit.submitted', deposit)).body.duplicate).toBe(true);
+    expect((await send('dep-1', 'deposit.submitted', deposit)).body.duplicate).toBe(true);
+    const conflict = await send('dep-1', 'deposit.submitted', { ...deposit, amount: '1' });
+    expect([conflict.status, conflict.body.code]).toEqual([409, 'idempotency_conflict']);
+    expect((await send('ping-1', 'ping', { hello: 'portal' })).status).toBe(200);
+
+    const inbound = await owner.get('/portal/live/webhooks/inbound');
+    const rows = [...inbound.body.matchAll(/<tr>(.*?)<\/tr>/gs)].map((m) => text(m[1]!));
+    const dep = rows.find((r) => r.includes('dep-1'))!;
+    expect(dep).toMatch(
+      /deposit\.submitted dep-1 2 duplicates absorbed last \d{4}-\d\d-\d\d \d\d:\d\d UTC 1 conflict refused \(409\) last \d{4}/,
+    );
+    expect(dep).toContain(lifecycle.id);
+    expect(rows.find((r) => r.includes('ping-1'))).toMatch(/ping ping-1 — — —/);
+    // Newest first.
+    expect(rows.findIndex((r) => r.includes('ping-1'))).toBeLessThan(rows.indexOf(dep));
+    const link = `/portal/live/webhooks/events/${lifecycle.id}`;
+    expect(inbound.body).toContain(`href="${link}"`);
+
+    const event = await owner.get(link);
+    expect(event.status).toBe(200);
+    const words = text(event.body);
+    expect(words).toContain('deposit.confirmed');
+    expect(words).toContain('Inbound USDC');
+    expect(words).toMatch(/deposit\.submitted with idempotency key dep-1 ?, received/);
+    expect(words).toContain(tx);
+    // Another partner's member, and the other environment, never see it.
+    const stranger = await h.signedIn(email('inbound-stranger'), 'owner');
+    expect((await stranger.get(link)).status).toBe(404);
+    expect((await owner.get(`/portal/test/webhooks/events/${lifecycle.id}`)).status).toBe(404);
   });
 });

@@ -2,15 +2,13 @@
  * Webhooks of one environment: outbound destinations (add HTTPS-only with event types from the
  * catalogue, signing secret shown once, fingerprint, rotate with a grace period, remove), a test
  * event, the delivery log filtered by status, event type and time with each attempt, replay of one
- * delivery or of everything failed since a time, endpoint health with re-enable; and the inbound
- * secret (shown once, rotate) with the recent inbound events.
+ * delivery or of everything failed since a time, endpoint health with re-enable. The inbound side
+ * (secret, recent inbound events, the lifecycle events they matched) is routes/inbound.ts.
  *
  * Every change is a function of the webhooks area (src/db/webhook-*.ts, inbound-*.ts), the same
  * the operator's `webhook` CLI calls; this file only checks roles, renders, and audits.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { createInboundEventsRepo } from '../../db/inbound-events.ts';
-import { createInboundSecretsRepo } from '../../db/inbound-secrets.ts';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment } from '../../db/products.ts';
 import {
@@ -56,7 +54,7 @@ const STATUS_LABEL: Record<DeliveryStatus, string> = {
   failed: 'Failed',
 };
 
-function refuse(member: Member, env: Environment): PortalError {
+export function refuse(member: Member, env: Environment): PortalError {
   return new PortalError(
     403,
     'Not allowed',
@@ -64,7 +62,7 @@ function refuse(member: Member, env: Environment): PortalError {
   );
 }
 
-function secretPanel(secret: string, heading: string, note: Html | string = ''): Html {
+export function secretPanel(secret: string, heading: string, note: Html | string = ''): Html {
   return html`<section class="secret" aria-labelledby="secret-heading">
   <h2 id="secret-heading">${heading}</h2>
   <p>Copy it now and store it where your receiver reads it. It is shown <strong>only once</strong>. ${note}</p>
@@ -111,8 +109,6 @@ export function webhooksRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugi
     const destinations = createWebhookDestinationsRepo(ctx.db, box);
     const deliveries = createWebhookDeliveriesRepo(ctx.db);
     const health = createWebhookHealthRepo(ctx.db);
-    const inboundSecrets = createInboundSecretsRepo(ctx.db, box);
-    const inboundEvents = createInboundEventsRepo(ctx.db);
 
     async function ownDestination(member: Member, env: Environment, id: string) {
       const d = await destinations.find(id);
@@ -725,79 +721,6 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
           target: `${d.id} ${d.url}`,
         });
         return seeOther(reply, `${base()}/${env}/webhooks?removed=${d.id}`);
-      },
-    );
-
-    async function inboundPage(member: Member, env: Environment, csrf: string, created?: Html) {
-      const info = (await inboundSecrets.list(member.partnerId)).find((s) => s.environment === env);
-      const events = (await inboundEvents.list({ partnerId: member.partnerId, environment: env }))
-        .slice(-50)
-        .reverse();
-      const manage = canManageWebhooks(member.role, env);
-      return page({
-        title: 'Inbound webhooks',
-        base: base(),
-        csrf,
-        member,
-        env,
-        section: 'webhooks',
-        body: html`<p class="lead">Events you send us (<code>POST /api/partner/webhooks/inbound</code>), signed with the ${env} inbound secret. <a href="${base()}/${env}/webhooks">Outbound destinations</a></p>
-${created ?? ''}
-<section class="panel" aria-labelledby="inbound-secret-heading">
-  <h2 id="inbound-secret-heading">Inbound secret</h2>
-  ${info ? html`<p>Fingerprint <code>${info.fingerprint}</code>, created ${time(info.createdAt)}${info.rotatedAt ? html`, rotated ${time(info.rotatedAt)}` : ''}. The secret itself is never shown again.</p>` : html`<p>No ${env} inbound secret yet: inbound events are refused until you create one.</p>`}
-  ${
-    manage
-      ? html`<form method="post" action="${base()}/${env}/webhooks/inbound/secret"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit" ${info ? html`class="danger"` : ''}>${info ? 'Rotate the inbound secret' : 'Create the inbound secret'}</button>${info ? html` <span class="hint">The old secret stops working at once.</span>` : ''}</form>`
-      : ''
-  }
-</section>
-<h2>Recent inbound events</h2>
-${
-  events.length === 0
-    ? html`<div class="empty"><strong>No inbound events yet</strong>Events you send appear here with their idempotency keys.</div>`
-    : html`<table><caption class="visually-hidden">Recent inbound events, newest first</caption>
-  <thead><tr><th scope="col">Received</th><th scope="col">Type</th><th scope="col">Idempotency key</th><th scope="col">Transaction</th><th scope="col">Matched event</th></tr></thead>
-  <tbody>${events.map(
-    (e) =>
-      html`<tr><td>${time(e.receivedAt)}</td><td><code>${e.eventType}</code></td><td><code>${e.idempotencyKey}</code></td><td>${e.txHash ? html`<code>${e.txHash.slice(0, 10)}…</code>` : '—'}</td><td>${e.linkedEventId ? html`<code>${e.linkedEventId}</code>` : 'Not yet'}</td></tr>`,
-  )}</tbody></table>
-<p class="hint">A repeated request with the same idempotency key is answered as a duplicate and not stored again.</p>`
-}`,
-      });
-    }
-
-    app.get<{ Params: { env: string } }>('/:env/webhooks/inbound', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
-      return sendPage(reply, await inboundPage(member, env, reply.generateCsrf()));
-    });
-
-    app.post<{ Params: { env: string } }>(
-      '/:env/webhooks/inbound/secret',
-      async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        mustManage(member, env);
-        const { secret, rotated } = await inboundSecrets.set(member.partnerId, env);
-        await ctx.record(request, member, {
-          action: 'inbound.secret_set',
-          environment: env,
-          target: rotated ? 'rotated' : 'created',
-        });
-        return sendPage(
-          reply,
-          await inboundPage(
-            member,
-            env,
-            reply.generateCsrf(),
-            secretPanel(
-              secret,
-              `Your ${env} inbound secret`,
-              'Sign each inbound request with it (HMAC-SHA256 of the body).',
-            ),
-          ),
-        );
       },
     );
   };

@@ -1,0 +1,201 @@
+/**
+ * Inbound webhooks of one environment: the inbound secret (created or rotated here, shown once,
+ * then only its fingerprint), the recent inbound events with their idempotency keys, the requests
+ * that repeated a key (duplicates absorbed, conflicts refused: counted on the event they repeated,
+ * migration 0028), and links to the lifecycle events they matched. A lifecycle event's page shows
+ * the event as stored (the payload webhooks carry), the inbound events that announced it and its
+ * deliveries to the environment's destinations.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { createEventsRepo, type StoredEvent } from '../../db/events.ts';
+import { createInboundEventsRepo, type InboundEvent } from '../../db/inbound-events.ts';
+import { createInboundSecretsRepo } from '../../db/inbound-secrets.ts';
+import type { Member } from '../../db/portal-members.ts';
+import type { Environment } from '../../db/products.ts';
+import { createWebhookDeliveriesRepo } from '../../db/webhook-deliveries.ts';
+import type { SecretBox } from '../../webhooks/secret-box.ts';
+import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
+import { type Html, html } from '../html.ts';
+import { page, time } from '../layout.ts';
+import { canManageWebhooks } from '../roles.ts';
+import { refuse, secretPanel } from './webhooks.ts';
+
+/** How many inbound events the page lists, newest first. */
+export const RECENT_INBOUND_EVENTS = 50;
+
+/** "3 duplicates absorbed" and "1 conflict refused (409)", each with its latest time; or a dash. */
+function repeats(e: InboundEvent): Html | string {
+  const lines: Html[] = [];
+  if (e.duplicateCount > 0) {
+    lines.push(
+      html`<div>${e.duplicateCount} duplicate${e.duplicateCount === 1 ? '' : 's'} absorbed<br><span class="hint">last ${time(e.lastDuplicateAt)}</span></div>`,
+    );
+  }
+  if (e.conflictCount > 0) {
+    lines.push(
+      html`<div>${e.conflictCount} conflict${e.conflictCount === 1 ? '' : 's'} refused (409)<br><span class="hint">last ${time(e.lastConflictAt)}</span></div>`,
+    );
+  }
+  return lines.length ? html`${lines}` : '—';
+}
+
+export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPluginAsync {
+  return async (app) => {
+    const base = ctx.base;
+    const inboundSecrets = createInboundSecretsRepo(ctx.db, box);
+    const inboundEvents = createInboundEventsRepo(ctx.db);
+    const events = createEventsRepo(ctx.db);
+    const deliveries = createWebhookDeliveriesRepo(ctx.db);
+
+    const eventLink = (env: Environment, id: string) =>
+      html`<a href="${base()}/${env}/webhooks/events/${id}"><code class="long-id">${id}</code></a>`;
+
+    async function inboundPage(member: Member, env: Environment, csrf: string, created?: Html) {
+      const [info, recent] = await Promise.all([
+        inboundSecrets.list(member.partnerId).then((all) => all.find((s) => s.environment === env)),
+        inboundEvents.recent(member.partnerId, env, RECENT_INBOUND_EVENTS),
+      ]);
+      const manage = canManageWebhooks(member.role, env);
+      const anyRepeat = recent.some((e) => e.duplicateCount > 0 || e.conflictCount > 0);
+      return page({
+        title: 'Inbound webhooks',
+        base: base(),
+        csrf,
+        member,
+        env,
+        section: 'webhooks',
+        body: html`<p class="lead">Events you send us (<code>POST /api/partner/webhooks/inbound</code>), signed with the ${env} inbound secret. <a href="${base()}/${env}/webhooks">Outbound destinations</a></p>
+${created ?? ''}
+<section class="panel" aria-labelledby="inbound-secret-heading">
+  <h2 id="inbound-secret-heading">Inbound secret</h2>
+  ${info ? html`<p>Fingerprint <code>${info.fingerprint}</code>, created ${time(info.createdAt)}${info.rotatedAt ? html`, rotated ${time(info.rotatedAt)}` : ''}. The secret itself is never shown again.</p>` : html`<p>No ${env} inbound secret yet: inbound events are refused until you create one.</p>`}
+  ${
+    manage
+      ? html`<form method="post" action="${base()}/${env}/webhooks/inbound/secret"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit" ${info ? html`class="danger"` : ''}>${info ? 'Rotate the inbound secret' : 'Create the inbound secret'}</button>${info ? html` <span class="hint">The old secret stops working at once.</span>` : ''}</form>`
+      : ''
+  }
+</section>
+<h2>Recent inbound events</h2>
+${
+  recent.length === 0
+    ? html`<div class="empty"><strong>No inbound events yet</strong>Events you send appear here with their idempotency keys.</div>`
+    : html`<table class="inbound-events"><caption class="visually-hidden">The ${recent.length} most recent inbound events, newest first</caption>
+  <thead><tr><th scope="col">Received</th><th scope="col">Type</th><th scope="col">Idempotency key</th><th scope="col">Repeats of the key</th><th scope="col">Transaction</th><th scope="col">Matched lifecycle event</th></tr></thead>
+  <tbody>${recent.map(
+    (e) =>
+      html`<tr><td>${time(e.receivedAt)}</td><td><code>${e.eventType}</code></td><td><code class="long-id">${e.idempotencyKey}</code></td><td>${repeats(e)}</td><td>${e.txHash ? html`<code title="${e.txHash}">${e.txHash.slice(0, 10)}…</code>` : '—'}</td><td>${e.linkedEventId ? eventLink(env, e.linkedEventId) : e.txHash ? 'Not yet seen on chain' : '—'}</td></tr>`,
+  )}</tbody></table>
+<p class="hint">A repeated request with the same idempotency key and the same body is a <strong>duplicate</strong>: answered with the original event (<code>duplicate: true</code>) and not stored again. The same key with another body is a <strong>conflict</strong>, refused with <code>409 idempotency_conflict</code>. Both are counted on the original event${anyRepeat ? '' : '; none so far'}. A submitted deposit or redeem links to the lifecycle event of its transaction once we see it on chain.</p>`
+}`,
+      });
+    }
+
+    app.get<{ Params: { env: string } }>('/:env/webhooks/inbound', async (request, reply) => {
+      const env = envParam(request);
+      const { member } = sessionOf(request);
+      return sendPage(reply, await inboundPage(member, env, reply.generateCsrf()));
+    });
+
+    app.post<{ Params: { env: string } }>(
+      '/:env/webhooks/inbound/secret',
+      async (request, reply) => {
+        const env = envParam(request);
+        const { member } = sessionOf(request);
+        if (!canManageWebhooks(member.role, env)) throw refuse(member, env);
+        const { secret, rotated } = await inboundSecrets.set(member.partnerId, env);
+        await ctx.record(request, member, {
+          action: 'inbound.secret_set',
+          environment: env,
+          target: rotated ? 'rotated' : 'created',
+        });
+        return sendPage(
+          reply,
+          await inboundPage(
+            member,
+            env,
+            reply.generateCsrf(),
+            secretPanel(
+              secret,
+              `Your ${env} inbound secret`,
+              'Sign each inbound request with it (HMAC-SHA256 of the body).',
+            ),
+          ),
+        );
+      },
+    );
+
+    /** A lifecycle event of the member's partner in this environment, or 404. */
+    async function ownEvent(member: Member, env: Environment, id: string): Promise<StoredEvent> {
+      const e = await events.findById(id);
+      if (!e || e.partnerId !== member.partnerId || e.environment !== env) {
+        throw new PortalError(
+          404,
+          'Event not found',
+          `There is no ${env} event ${id} in your team.`,
+        );
+      }
+      return e;
+    }
+
+    app.get<{ Params: { env: string; id: string } }>(
+      '/:env/webhooks/events/:id',
+      async (request, reply) => {
+        const env = envParam(request);
+        const { member } = sessionOf(request);
+        const e = await ownEvent(member, env, request.params.id);
+        const [announced, sent, product] = await Promise.all([
+          inboundEvents.linkedTo(e.id),
+          deliveries.list({ eventId: e.id, limit: 100 }),
+          e.productId ? ctx.products.getById(e.productId) : Promise.resolve(undefined),
+        ]);
+        let payload = e.payload;
+        try {
+          payload = JSON.stringify(JSON.parse(e.payload), null, 2);
+        } catch {
+          // Stored as received; shown as is.
+        }
+        return sendPage(
+          reply,
+          page({
+            title: 'Lifecycle event',
+            base: base(),
+            csrf: reply.generateCsrf(),
+            member,
+            env,
+            section: 'webhooks',
+            body: html`<p class="lead"><a href="${base()}/${env}/webhooks/inbound">Inbound webhooks</a> · <a href="${base()}/${env}/webhooks">Outbound destinations</a></p>
+<section class="panel" aria-labelledby="event-heading">
+<h2 id="event-heading">The event</h2>
+<dl class="pairs">
+  <dt>Event</dt><dd><code>${e.id}</code></dd>
+  <dt>Type</dt><dd><code>${e.eventType}</code></dd>
+  <dt>Occurred</dt><dd>${time(e.occurredAt)}</dd>
+  <dt>Product</dt><dd>${product ? html`<a href="${base()}/${env}/products/${product.slug}" hx-boost="false">${product.displayName}</a>` : '—'}</dd>
+  ${e.txHash ? html`<dt>Transaction</dt><dd><code class="excerpt">${e.txHash}</code><br><span class="hint">chain ${e.chainId}, block ${e.blockNumber}, log ${e.logIndex}</span></dd>` : ''}
+</dl>
+</section>
+<h2>Inbound events that announced it</h2>
+${
+  announced.length === 0
+    ? html`<p>None: no inbound event of yours named this transaction.</p>`
+    : html`<ul>${announced.map((i) => html`<li><code>${i.eventType}</code> with idempotency key <code>${i.idempotencyKey}</code>, received ${time(i.receivedAt)}, linked ${time(i.linkedAt)}</li>`)}</ul>`
+}
+<h2>Deliveries to your destinations</h2>
+${
+  sent.length === 0
+    ? html`<p>None: no destination of yours takes this event type, or there was none when it happened.</p>`
+    : html`<table><caption class="visually-hidden">Deliveries of this event</caption>
+  <thead><tr><th scope="col">Destination</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Details</th></tr></thead>
+  <tbody>${sent.map(
+    (d) =>
+      html`<tr><td><a href="${base()}/${env}/webhooks/${d.destinationId}"><code>${d.destinationId}</code></a></td><td>${d.status}</td><td>${time(d.createdAt)}</td><td><a href="${base()}/${env}/webhooks/${d.destinationId}/deliveries/${d.id}" aria-label="Details of delivery ${d.id}">Details</a></td></tr>`,
+  )}</tbody></table>`
+}
+<h2>Payload</h2>
+<pre class="payload">${payload}</pre>`,
+          }),
+        );
+      },
+    );
+  };
+}

@@ -2,19 +2,33 @@
  * `yield-service webhook …`: secrets printed once and never listed, HTTPS only, rotation, removal,
  * the delivery log, both replay modes and inbound secrets. Run in this process (the bin's own
  * commander program, helpers/cli.ts) on a test database; events are stored directly in it (as the
- * indexer would) between commands. One smoke test spawns the bin.
+ * indexer would) between commands. The commands whose effect is a delivery (ping, stats, disable,
+ * enable, update, rotate --grace) run against the real dispatcher and a real HTTPS receiver, and the
+ * deliveries are verified with the standardwebhooks package. One smoke test spawns the bin.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.ts';
 import { createEventsRepo } from '../src/db/events.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
+import { createAddressPolicy, parseCidrList } from '../src/webhooks/address-policy.ts';
+import { createDispatcher } from '../src/webhooks/dispatcher.ts';
+import { createSecretBox, masterKeyFor } from '../src/webhooks/secret-box.ts';
+import { createSender } from '../src/webhooks/sender.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from './helpers/db.ts';
-import { spawnCli } from './helpers/process.ts';
+import {
+  type HttpsReceiver,
+  type ReceivedRequest,
+  startHttpsReceiver,
+  testCaPem,
+} from './helpers/https-receiver.ts';
+import { captureLogger } from './helpers/logs.ts';
+import { spawnCli, waitFor } from './helpers/process.ts';
 
 interface Json {
   [key: string]: unknown;
@@ -433,6 +447,389 @@ describe(`webhook CLI on ${engine}`, () => {
     ]);
     expect(env.code).not.toBe(0);
     expect(env.err).toMatch(/live or test/);
+  });
+});
+
+describe(`webhook ping, stats, disable, enable, update and rotate --grace on ${engine}, delivered for real`, {
+  timeout: 120_000,
+}, () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-webhooks-live-'));
+  const WAIT_MS = 30_000;
+  let t: TestDatabase;
+  let receiver: HttpsReceiver;
+  let other: HttpsReceiver;
+  let failing = false;
+  const stops: Array<() => Promise<void>> = [];
+
+  const cli = (args: string[]) =>
+    runCliInProcess(args, {
+      env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' },
+      database: t.db,
+    });
+  async function json<T = Json>(args: string[]): Promise<T> {
+    const r = await cli([...args, '--json']);
+    expect(r.err, args.join(' ')).toBe('');
+    expect(r.code, args.join(' ')).toBe(0);
+    return JSON.parse(r.out) as T;
+  }
+  /** A refusal: exit 1, nothing on stdout, one line on stderr. */
+  async function refused(args: string[]): Promise<string> {
+    const r = await cli(args);
+    expect(r.code, args.join(' ')).not.toBe(0);
+    expect(r.out, args.join(' ')).toBe('');
+    expect(r.err.trimEnd().split('\n'), r.err).toHaveLength(1);
+    return r.err;
+  }
+  /** A usage error (commander): the reason on the first line, then the command's help. */
+  async function misused(args: string[]): Promise<string> {
+    const r = await cli(args);
+    expect(r.code, args.join(' ')).not.toBe(0);
+    expect(r.out, args.join(' ')).toBe('');
+    const [first, ...help] = r.err.split('\n');
+    expect(help.join('\n')).toContain(`Usage: yield-service webhook ${args[1]} [options]`);
+    return first!;
+  }
+
+  beforeAll(async () => {
+    t = await freshDatabase(engine);
+    receiver = await startHttpsReceiver({
+      handler: () => (failing ? { status: 503, body: 'down' } : { status: 200, body: 'ok' }),
+    });
+    other = await startHttpsReceiver({ host: '127.0.0.1' });
+    // The worker's dispatcher, with the master key the CLI creates in DATA_DIR.
+    const sender = createSender({
+      policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
+      extraCa: testCaPem(),
+    });
+    const job = createDispatcher({
+      db: t.db,
+      logger: captureLogger().logger,
+      sender,
+      secretBox: createSecretBox(masterKeyFor({ DATA_DIR: dataDir })),
+      retryDelaysMs: [30, 30],
+      pollMs: 20,
+    }).job();
+    job.start();
+    stops.push(
+      () => job.stop(),
+      () => sender.close(),
+      () => receiver.close(),
+      () => other.close(),
+    );
+  });
+  afterAll(async () => {
+    for (const s of stops) await s().catch(() => {});
+    await t?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const deliveryOf = (eventId: string) =>
+    waitFor(
+      async () => {
+        const [d] = await json<Json[]>(['webhook', 'deliveries', '--event', eventId]);
+        return d && d.status !== 'pending' ? d : undefined;
+      },
+      WAIT_MS,
+      `the delivery of ${eventId} to finish`,
+    );
+  const requestOf = (r: HttpsReceiver, eventId: string): ReceivedRequest | undefined =>
+    r.requests.find((q) => q.headers['x-service-event-id'] === eventId);
+  const verifies = (secret: string, q: ReceivedRequest) => {
+    try {
+      new Webhook(secret).verify(q.body.toString(), q.headers as Record<string, string>);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let n = 0;
+  const storeEvent = async (eventType = 'vault_pause') => {
+    const p = await createPartnersRepo(t.db).findByName('Acme Wallet');
+    const e = await createEventsRepo(t.db).insert({
+      partnerId: p!.id,
+      environment: 'live',
+      productId: null,
+      eventType,
+      dedupeKey: `cli-live:${n++}`,
+      payload: { slug: `core-${n}`, status: 'paused' },
+      occurredAt: new Date(),
+    });
+    return e!.id;
+  };
+
+  let id = '';
+  let secret = '';
+
+  it('ping sends a test event that is delivered and verifies; stats count it', async () => {
+    expect((await cli(['partner', 'create', '--name', 'Acme Wallet'])).code).toBe(0);
+    const added = await json([
+      'webhook',
+      'add',
+      '--partner',
+      'Acme Wallet',
+      '--env',
+      'live',
+      '--url',
+      `${receiver.url}/hook`,
+    ]);
+    id = added.id as string;
+    secret = added.secret as string;
+
+    // As the README says: the event and the delivery, and how to follow it.
+    const ping = await cli(['webhook', 'ping', id]);
+    expect(ping.code).toBe(0);
+    const m =
+      /^Queued test event (evt_\w+) to (whk_\w+) as (dlv_\w+)\.\nFollow it with: yield-service webhook deliveries --event (evt_\w+)\n$/.exec(
+        ping.out,
+      );
+    expect(m, ping.out).not.toBeNull();
+    expect(m![2]).toBe(id);
+    expect(m![4]).toBe(m![1]);
+    const delivered = await deliveryOf(m![1]!);
+    expect(delivered).toMatchObject({
+      id: m![3],
+      event_type: 'ping',
+      status: 'delivered',
+      attempts: 1,
+    });
+    const request = requestOf(receiver, m![1]!)!;
+    expect(request.headers['x-service-event']).toBe('ping');
+    expect(verifies(secret, request)).toBe(true);
+    expect(JSON.parse(request.body.toString())).toMatchObject({ destination_id: id });
+
+    const asJson = await json(['webhook', 'ping', id]);
+    expect(asJson).toMatchObject({
+      destination_id: id,
+      event_type: 'ping',
+      status: 'pending',
+      attempts: 0,
+    });
+    await deliveryOf(asJson.event_id as string);
+
+    expect(await refused(['webhook', 'ping', 'whk_nope'])).toBe(
+      'yield-service: no webhook destination with id whk_nope\n',
+    );
+
+    const stats = await json(['webhook', 'stats', id]);
+    expect(stats).toMatchObject({
+      destination_id: id,
+      status: 'active',
+      disabled_at: null,
+      disabled_by: null,
+      disabled_reason: null,
+      failing_since: null,
+      last_24h: {
+        attempts: 2,
+        succeeded: 2,
+        success_rate: 1,
+        latency_ms: { p50: expect.any(Number), p95: expect.any(Number), max: expect.any(Number) },
+      },
+      last_success_at: expect.any(String),
+      last_failure: null,
+    });
+  });
+
+  it('stats show a failure: success rate, last failure with its status, failing since', async () => {
+    failing = true;
+    const event = await storeEvent();
+    expect(await deliveryOf(event)).toMatchObject({ status: 'failed', attempts: 3 });
+    const stats = await json(['webhook', 'stats', id]);
+    expect(stats).toMatchObject({
+      status: 'active',
+      failing_since: expect.any(String),
+      last_24h: { attempts: 5, succeeded: 2, success_rate: 0.4 },
+      last_failure: { at: expect.any(String), status_code: 503, error: null },
+    });
+    const text = await cli(['webhook', 'stats', id]);
+    expect(text.code).toBe(0);
+    const [header, row] = text.out.trimEnd().split('\n');
+    expect(header).toMatch(
+      /^ID\s+STATUS\s+ATTEMPTS 24H\s+OK 24H\s+P50 MS\s+P95 MS\s+LAST SUCCESS\s+LAST FAILURE\s+FAILING SINCE$/,
+    );
+    expect(row).toMatch(
+      new RegExp(
+        `^${id}\\s+active\\s+5\\s+40\\.0%\\s+\\d+\\s+\\d+\\s+\\S+Z\\s+\\S+Z 503\\s+\\S+Z$`,
+      ),
+    );
+    // Every destination: an array.
+    expect(await json<Json[]>(['webhook', 'stats'])).toEqual([
+      expect.objectContaining({ destination_id: id }),
+    ]);
+    expect(await refused(['webhook', 'stats', 'whk_nope'])).toBe(
+      'yield-service: no webhook destination with id whk_nope\n',
+    );
+  });
+
+  it('disable by hand: nothing sent meanwhile, the reason shown; enable replays what failed', async () => {
+    const text = await cli(['webhook', 'disable', id, '--note', 'receiver migration']);
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(
+      new RegExp(
+        `^Disabled ${id}\\. Disabled by the operator on \\S+Z \\(“receiver migration”\\)\\. Nothing is sent to it until it is re-enabled; what failed meanwhile is then replayed\\.\\nPending deliveries failed: 0\\. Re-enable with: yield-service webhook enable ${id}\\n$`,
+      ),
+    );
+    expect(await refused(['webhook', 'disable', id])).toBe(
+      `yield-service: destination ${id} is already disabled\n`,
+    );
+    expect(await refused(['webhook', 'disable', 'whk_nope'])).toBe(
+      'yield-service: no webhook destination with id whk_nope\n',
+    );
+    const [listed] = await json<Json[]>(['webhook', 'list']);
+    expect(listed).toMatchObject({ id, status: 'disabled', disabled_by: 'manual' });
+    const table = await cli(['webhook', 'list']);
+    expect(table.out).toContain(`${id}: Disabled by the operator on `);
+    expect((await cli(['webhook', 'stats', id])).out).toContain(`${id}: Disabled by the operator`);
+
+    // An event meanwhile fails at once and reaches nobody.
+    failing = false;
+    const before = receiver.requests.length;
+    const meanwhile = await storeEvent();
+    const [row] = await json<Json[]>(['webhook', 'deliveries', '--event', meanwhile]);
+    expect(row).toMatchObject({
+      status: 'failed',
+      attempts: 0,
+      last_error: 'destination disabled',
+    });
+
+    // Re-enabled: the failure from before (the destination was failing) and the one meanwhile are
+    // replayed and delivered.
+    const enabled = await cli(['webhook', 'enable', id]);
+    expect(enabled.code).toBe(0);
+    expect(enabled.out).toMatch(
+      new RegExp(`^Enabled ${id}\\.\\nReplayed 2 failed event\\(s\\) since \\S+Z\\.\\n$`),
+    );
+    await waitFor(
+      () => (requestOf(receiver, meanwhile) ? true : undefined),
+      WAIT_MS,
+      'the replay of the event stored meanwhile',
+    );
+    await waitFor(
+      () => (receiver.requests.length >= before + 2 ? true : undefined),
+      WAIT_MS,
+      'both replays',
+    );
+    expect(await refused(['webhook', 'enable', id])).toBe(
+      `yield-service: destination ${id} is not disabled\n`,
+    );
+    expect(await refused(['webhook', 'enable', 'whk_nope'])).toBe(
+      'yield-service: no webhook destination with id whk_nope\n',
+    );
+    // The note's bound, and --no-replay.
+    expect(await refused(['webhook', 'disable', id, '--note', 'x'.repeat(201)])).toBe(
+      'yield-service: the note is 201 characters; at most 200\n',
+    );
+    expect(await json(['webhook', 'disable', id])).toMatchObject({
+      id,
+      status: 'disabled',
+      disabled_by: 'manual',
+      disabled_reason: expect.stringMatching(/^Disabled by the operator on \S+Z\. Nothing is sent/),
+      failed_pending: 0,
+    });
+    const quiet = await cli(['webhook', 'enable', id, '--no-replay']);
+    expect(quiet).toMatchObject({ code: 0, out: `Enabled ${id}.\n`, err: '' });
+  });
+
+  it('update changes the URL and event types, with clear refusals', async () => {
+    expect(await refused(['webhook', 'update', id])).toBe(
+      'yield-service: name what to change: --url URL, --events TYPES or --all-events\n',
+    );
+    expect(await refused(['webhook', 'update', id, '--url', 'http://hooks.example.com'])).toMatch(
+      /^yield-service: webhook destinations must be https:\/\/ URLs \(got http\)/,
+    );
+    expect(await refused(['webhook', 'update', id, '--url', 'not a url'])).toBe(
+      'yield-service: "not a url" is not a URL\n',
+    );
+    expect(await misused(['webhook', 'update', id, '--events', 'deposit.confirm'])).toMatch(
+      /^error: option '--events <types>' argument 'deposit\.confirm' is invalid\. unknown event type deposit\.confirm \(known: deposit\.confirmed, /,
+    );
+    expect(
+      await misused(['webhook', 'update', id, '--events', 'vault_pause', '--all-events']),
+    ).toMatch(/^error: option '--all-events' cannot be used with option '--events <types>'/);
+    expect(await refused(['webhook', 'update', 'whk_nope', '--all-events'])).toBe(
+      'yield-service: no active webhook destination with id whk_nope\n',
+    );
+
+    const moved = await json([
+      'webhook',
+      'update',
+      id,
+      '--url',
+      `${other.url}/moved`,
+      '--events',
+      'vault_pause,tvl_alert',
+    ]);
+    expect(moved).toMatchObject({
+      id,
+      partner: 'Acme Wallet',
+      url: `${other.url}/moved`,
+      event_types: ['vault_pause', 'tvl_alert'],
+      status: 'active',
+    });
+    const sent = await storeEvent('vault_pause');
+    const skipped = await storeEvent('apy_change');
+    expect(await deliveryOf(sent)).toMatchObject({ status: 'delivered' });
+    expect(requestOf(other, sent)!.url).toBe('/moved');
+    expect(await json<Json[]>(['webhook', 'deliveries', '--event', skipped])).toEqual([]);
+
+    const all = await cli(['webhook', 'update', id, '--all-events']);
+    expect(all).toMatchObject({
+      code: 0,
+      out: `Updated ${id} for Acme Wallet (live): ${other.url}/moved\nEvent types: all\n`,
+    });
+  });
+
+  it('rotate --grace: the old secret verifies during the grace, not after a rotation with none', async () => {
+    const before = Date.now();
+    const rotated = await json(['webhook', 'rotate', id, '--grace', '30m']);
+    const after = Date.now();
+    expect(rotated).toMatchObject({
+      id,
+      secret: expect.stringMatching(/^whsec_/),
+      previous_secret_fingerprint: expect.stringMatching(/^sha256:/),
+    });
+    const expires = Date.parse(rotated.previous_secret_expires_at as string);
+    // The database's clock sets it: within a generous second of this process's view.
+    expect(expires).toBeGreaterThanOrEqual(before + 30 * 60_000 - 1_000);
+    expect(expires).toBeLessThanOrEqual(after + 30 * 60_000 + 1_000);
+    const newSecret = rotated.secret as string;
+
+    const during = await json(['webhook', 'ping', id]);
+    await deliveryOf(during.event_id as string);
+    const duringRequest = requestOf(other, during.event_id as string)!;
+    expect(verifies(secret, duringRequest)).toBe(true);
+    expect(verifies(newSecret, duringRequest)).toBe(true);
+    expect((await json<Json[]>(['webhook', 'list']))[0]).toMatchObject({
+      previous_secret_fingerprint: rotated.previous_secret_fingerprint,
+      previous_secret_expires_at: rotated.previous_secret_expires_at,
+    });
+
+    const none = await cli(['webhook', 'rotate', id, '--grace', '0']);
+    expect(none.code).toBe(0);
+    expect(none.out).toMatch(
+      new RegExp(
+        `^Rotated the secret of ${id}; the previous one no longer signs\\.\\nFingerprint: sha256:[0-9a-f]{16}\\nSigning secret \\(shown once; store it now\\): whsec_\\S+\\n$`,
+      ),
+    );
+    const latest = /Signing secret \(shown once; store it now\): (whsec_\S+)/.exec(none.out)![1]!;
+    const afterNone = await json(['webhook', 'ping', id]);
+    await deliveryOf(afterNone.event_id as string);
+    const afterRequest = requestOf(other, afterNone.event_id as string)!;
+    expect(verifies(latest, afterRequest)).toBe(true);
+    expect(verifies(newSecret, afterRequest)).toBe(false);
+    expect(verifies(secret, afterRequest)).toBe(false);
+
+    const text = await cli(['webhook', 'rotate', id, '--grace', '7d']);
+    expect(text.out).toMatch(
+      /^Rotated the secret of whk_\w+\. The previous one \(sha256:[0-9a-f]{16}\) keeps signing until \S+Z: webhook-signature carries both until then; X-Service-Signature uses the new one now\.\n/,
+    );
+    for (const bad of ['31d', '5x', '-1h', '1.5h']) {
+      expect(await misused(['webhook', 'rotate', id, '--grace', bad]), bad).toMatch(
+        /option '--grace <duration>' argument '.*' is invalid\. must be 0, or a duration like 30m, 24h or 7d, at most 30d/,
+      );
+    }
+    expect(await refused(['webhook', 'rotate', 'whk_nope', '--grace', '1h'])).toBe(
+      'yield-service: no active webhook destination with id whk_nope\n',
+    );
   });
 });
 

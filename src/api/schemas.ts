@@ -1,7 +1,7 @@
 /**
  * Schemas shared by the partner routes: the success and error envelopes and common parameters.
- * They validate requests, serialise responses, and (later) generate the OpenAPI document, so the
- * contract is written once.
+ * They validate requests, serialise responses, and generate the OpenAPI document (openapi.ts), so
+ * the contract is written once.
  */
 import { type TSchema, Type } from '@fastify/type-provider-typebox';
 import { ERROR_CATALOGUE, type ErrorCode } from './errors.ts';

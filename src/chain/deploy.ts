@@ -1,6 +1,7 @@
 /**
- * Deploys the engine (and, for the local chain and tests, the test token and vaults). A later
- * worker calls `deployEngine` to bring a `pending_deploy` product on chain.
+ * The engine's constructor parameters (EngineParams, declared here only) and their encoding, which
+ * the lifecycle's deployer (src/sync/lifecycle/deployer.ts) and the local chain send; and direct
+ * deployment for tests and benchmarks (`deployContract`, `deployEngine`).
  */
 import type { Abi, Address, Hash, Hex } from 'viem';
 import type { ChainClient, ChainWallet } from './client.ts';

@@ -1,15 +1,15 @@
 /**
- * `yield-service webhook add|list|stats|enable|rotate|remove|ping`: a partner environment's outbound
- * destinations, their health and their signing secrets. A secret is printed once, when it is created
+ * `yield-service webhook add|list|stats|update|disable|enable|rotate|remove|ping`: a partner
+ * environment's outbound destinations, their health and their signing secrets. A secret is printed once, when it is created
  * or rotated; every listing shows its fingerprint only.
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createWebhookDeliveriesRepo } from '../db/webhook-deliveries.ts';
 import {
   createWebhookDestinationsRepo,
   MAX_ROTATION_GRACE_MS,
 } from '../db/webhook-destinations.ts';
-import { createWebhookHealthRepo } from '../db/webhook-health.ts';
+import { createWebhookHealthRepo, MAX_DISABLE_NOTE_LENGTH } from '../db/webhook-health.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
@@ -228,7 +228,7 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
   webhook
     .command('enable <id>')
     .description(
-      're-enable a destination (whk_…) disabled for failing, and replay every event that failed there since it started failing',
+      're-enable a destination (whk_…) disabled for failing or by hand, and replay every event that failed there since it started failing (or since it was disabled)',
     )
     .option('--no-replay', 'do not replay what failed meanwhile')
     .option('--json', 'print JSON', false)
@@ -251,6 +251,91 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
           `Replayed ${enabled.replayed.length} failed event(s) since ${iso(enabled.failingSince) ?? 'it was disabled'}.`,
         );
       }
+    });
+
+  webhook
+    .command('update <id>')
+    .description(
+      'change the URL (https:// only, checked as on add) and/or the event types of a destination (whk_…); applies from now on: pending retries go to the new URL',
+    )
+    .option('--url <url>', 'the new https:// URL')
+    .addOption(
+      new Option(
+        '--events <types>',
+        `the new comma-separated event types: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`,
+      ).argParser(eventTypes),
+    )
+    .addOption(
+      new Option('--all-events', 'subscribe to every event type, including later ones').conflicts(
+        'events',
+      ),
+    )
+    .option('--json', 'print JSON', false)
+    .action(
+      async (
+        id: string,
+        opts: { url?: string; events?: string[]; allEvents?: boolean; json: boolean },
+      ) => {
+        if (opts.url === undefined && opts.events === undefined && !opts.allEvents) {
+          throw new CommandError(
+            'name what to change: --url URL, --events TYPES or --all-events',
+            'invalid_arguments',
+          );
+        }
+        const config = ctx.config();
+        const updated = await operatorErrors(() =>
+          ctx.withDatabase(config, async (db) => {
+            const d = await createWebhookDestinationsRepo(db, lazySecretBox(config)).update(id, {
+              ...(opts.url !== undefined ? { url: opts.url } : {}),
+              ...(opts.allEvents ? { eventTypes: null } : {}),
+              ...(opts.events !== undefined ? { eventTypes: opts.events } : {}),
+            });
+            return d && { d, partner: (await partnerNames(db)).get(d.partnerId) ?? d.partnerId };
+          }),
+        );
+        if (!updated) {
+          throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
+        }
+        const { d, partner } = updated;
+        if (opts.json) return ctx.printJson(destinationJson(d, partner));
+        ctx.print(`Updated ${d.id} for ${partner} (${d.environment}): ${d.url}`);
+        ctx.print(`Event types: ${d.eventTypes?.join(', ') ?? 'all'}`);
+      },
+    );
+
+  webhook
+    .command('disable <id>')
+    .description(
+      'disable a destination (whk_…) by hand: nothing is sent to it; its pending deliveries and the events meanwhile are failed, and replayed by `webhook enable`',
+    )
+    .option(
+      '--note <text>',
+      `why, kept in the reason the partner reads (at most ${MAX_DISABLE_NOTE_LENGTH} characters)`,
+    )
+    .option('--json', 'print JSON', false)
+    .action(async (id: string, opts: { note?: string; json: boolean }) => {
+      const disabled = await operatorErrors(() =>
+        ctx.withDatabase(ctx.config(), (db) =>
+          createWebhookHealthRepo(db).disable(id, {
+            by: 'the operator',
+            ...(opts.note !== undefined ? { note: opts.note } : {}),
+          }),
+        ),
+      );
+      if (opts.json) {
+        return ctx.printJson({
+          id,
+          status: 'disabled',
+          disabled_at: disabled.disabledAt.toISOString(),
+          disabled_by: 'manual',
+          disabled_reason: disabled.reason,
+          failed_pending: disabled.failedPending,
+        });
+      }
+      ctx.print(`Disabled ${id}. ${disabled.reason}`);
+      ctx.print(
+        `Pending deliveries failed: ${disabled.failedPending}. Re-enable with: yield-service webhook enable ${id}`,
+      );
     });
 
   webhook

@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import type { Queryable } from '../db/client.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { type WebhookDelivery, WebhookReplayError } from '../db/webhook-deliveries.ts';
-import type { WebhookDestination } from '../db/webhook-destinations.ts';
+import { DestinationEventTypesError, type WebhookDestination } from '../db/webhook-destinations.ts';
 import { type DestinationHealth, WebhookHealthError } from '../db/webhook-health.ts';
 import { DestinationUrlError } from '../webhooks/destination-url.ts';
 import {
@@ -62,6 +62,7 @@ export function destinationJson(d: WebhookDestination, partner: string) {
     previous_secret_expires_at: iso(d.previousSecret?.expiresAt ?? null),
     status: d.removedAt ? 'removed' : d.disabledAt ? 'disabled' : 'active',
     disabled_at: iso(d.disabledAt),
+    disabled_by: d.disabledBy,
     disabled_reason: d.disabledReason,
     removed_at: iso(d.removedAt),
   };
@@ -72,6 +73,7 @@ export function healthJson(h: DestinationHealth) {
     destination_id: h.destinationId,
     status: h.disabledAt ? 'disabled' : 'active',
     disabled_at: iso(h.disabledAt),
+    disabled_by: h.disabledBy,
     disabled_reason: h.disabledReason,
     failing_since: iso(h.failingSince),
     last_24h: {
@@ -119,6 +121,9 @@ export async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (err) {
     if (err instanceof DestinationUrlError) throw new CommandError(err.message, 'invalid_url');
+    if (err instanceof DestinationEventTypesError) {
+      throw new CommandError(err.message, 'invalid_event_types');
+    }
     if (err instanceof WebhookReplayError) throw new CommandError(err.message, err.code);
     if (err instanceof WebhookHealthError) throw new CommandError(err.message, err.code);
     if (err instanceof MasterKeyError) {

@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Address } from 'viem';
+import type { EngineParams } from '../deploy.ts';
 import type {
   Environment,
   ProductKey,
@@ -19,7 +20,8 @@ export interface DeployedContract {
   deploymentBlock: number;
 }
 
-export interface DeployedEngine extends DeployedContract {
+/** What names a demo product, deployed or pending. */
+export interface LocalProduct {
   slug: string;
   partner: string;
   environment: Environment;
@@ -27,6 +29,9 @@ export interface DeployedEngine extends DeployedContract {
   displayName: string;
   riskLabel: RiskLabel;
   vaultKind: VaultKind;
+}
+
+export interface DeployedEngine extends DeployedContract, LocalProduct {
   underlyingVault: Address;
   serviceFeeBps: number;
   partnerFeeBps: number;
@@ -38,26 +43,10 @@ export interface DeployedEngine extends DeployedContract {
   holders: Address[];
 }
 
-/** A `pending_deploy` product: everything `deployEngine` needs, not yet on chain. */
-export interface PendingEngine {
-  slug: string;
-  partner: string;
-  environment: Environment;
-  productKey: ProductKey;
-  displayName: string;
-  riskLabel: RiskLabel;
-  vaultKind: VaultKind;
-  params: {
-    asset: Address;
-    underlyingVault: Address;
-    name: string;
-    symbol: string;
-    serviceFeeRecipient: Address;
-    partnerFeeRecipient: Address;
-    serviceFeeBps: number;
-    partnerFeeBps: number;
-    operator: Address;
-  };
+/** A `pending_deploy` product: everything its deployment needs, not yet on chain. */
+export interface PendingEngine extends LocalProduct {
+  /** The engine's constructor parameters (the default fee-change notice). */
+  params: Omit<EngineParams, 'feeChangeDelaySeconds'>;
 }
 
 export interface LocalDeployment {

@@ -84,7 +84,19 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
         status: 'pending_deploy',
         days: 0,
       },
+      // Launched yesterday: no APY of its own yet, the launch-day estimate instead.
+      {
+        slug: 'usdc-launch',
+        displayName: 'USDC Launch',
+        environment: 'live',
+        status: 'active',
+        days: 1,
+      },
     ]);
+    await t.db.query(
+      `UPDATE daily_snapshots SET estimated_underlying_apy = 0.052345, estimated_net_apy = 0.050251
+       WHERE product_id = (SELECT id FROM products WHERE slug = 'usdc-launch')`,
+    );
     key = (await createApiKeysRepo(t.db).create(partner.id, 'live', 'dash')).key;
     const member = await inviteMember(t.db, {
       partnerId: partner.id,
@@ -225,6 +237,37 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
         `${day.date}Net APY: ${(Number(day.net_apy_for_user) * 100).toFixed(2)} %` +
           `Underlying APY: ${(Number(day.underlying_apy) * 100).toFixed(2)} %`,
       );
+  });
+
+  it('labels a new product’s launch-day APYs as an estimate, with their basis, as the API does', async () => {
+    const [launch] = (
+      await api<Array<{ slug: string; latest_metrics: Record<string, string> }>>(
+        '/api/partner/products',
+      )
+    ).filter((p) => p.slug === 'usdc-launch');
+    expect(launch!.latest_metrics.apy_basis).toBe('underlying_estimate');
+    const pct = (v: string) => `${(Number(v) * 100).toFixed(2)} %`;
+    await page.goto(`${portal}/live/products`);
+    const row = page.getByRole('row', { name: /USDC Launch/ });
+    await row
+      .getByRole('cell', { name: `${pct(launch!.latest_metrics.net_apy_for_user!)} Estimate` })
+      .waitFor();
+    await row
+      .getByRole('cell', { name: `${pct(launch!.latest_metrics.underlying_apy!)} Estimate` })
+      .waitFor();
+    await page.getByText('its APYs are estimated from the underlying vault').waitFor();
+    expect(
+      await page
+        .getByRole('row', { name: /USDC Core/ })
+        .getByText('Estimate')
+        .count(),
+    ).toBe(0);
+    await check('products');
+    await page.getByRole('link', { name: 'USDC Launch' }).click();
+    await page.getByRole('heading', { name: 'USDC Launch', level: 1 }).waitFor();
+    await page.getByRole('note').getByText('The APYs are an estimate').waitFor();
+    await page.getByText('No charts yet').waitFor();
+    await check('product-estimate');
   });
 
   it('downloads the fee-stats CSV of a chosen range, equal to the API', async () => {

@@ -43,7 +43,10 @@ export async function portalHarness(
     publicUrl?: string;
   } = {},
 ): Promise<Harness> {
-  const t = await freshDatabase(opts.engine ?? 'pglite');
+  // PORTAL_TEST_ENGINE=postgres runs the portal's server tests on PostgreSQL (TEST_DATABASE_URL).
+  const t = await freshDatabase(
+    opts.engine ?? (process.env.PORTAL_TEST_ENGINE === 'postgres' ? 'postgres' : 'pglite'),
+  );
   const outbox = mkdtempSync(path.join(tmpdir(), 'pys-outbox-'));
   const logs = captureLogger();
   const publicUrl = opts.publicUrl ?? PUBLIC_URL;

@@ -49,7 +49,20 @@ beforeAll(async () => {
       status: 'active',
       days: 20,
     },
+    // Launched yesterday: one row without APYs of its own, with the launch-day estimate the
+    // metrics processor stores (underlying-estimate.ts), here written directly.
+    {
+      slug: 'dash-launch',
+      displayName: 'USDC Launch',
+      environment: 'live',
+      status: 'active',
+      days: 1,
+    },
   ]);
+  await h.t.db.query(
+    `UPDATE daily_snapshots SET estimated_underlying_apy = 0.052345, estimated_net_apy = 0.050251
+     WHERE product_id = (SELECT id FROM products WHERE slug = 'dash-launch')`,
+  );
   const other = await createPartnersRepo(h.t.db).create('Other Co');
   await seedProducts(h.t.db, other.id, [
     {
@@ -117,6 +130,41 @@ describe('products list', () => {
     const test = await c.get('/portal/test/products');
     expect(text(test.body)).toContain('USDC Sandbox');
     expect(text(test.body)).not.toContain('USDC Core');
+  });
+
+  it('shows a new product’s launch-day estimate as the API does, labelled with its basis', async () => {
+    const c = await h.signedIn(email('estimate'), 'viewer');
+    const [launch] = (
+      await api<
+        Array<{
+          slug: string;
+          latest_metrics: { net_apy_for_user: string; underlying_apy: string; apy_basis: string };
+        }>
+      >('/api/partner/products')
+    ).filter((p) => p.slug === 'dash-launch');
+    expect(launch!.latest_metrics).toMatchObject({
+      net_apy_for_user: '0.050251',
+      underlying_apy: '0.052345',
+      apy_basis: 'underlying_estimate',
+    });
+    const list = text((await c.get('/portal/live/products')).body);
+    expect(list).toMatch(
+      /USDC Launch dash-launch Active 5\.03 % Estimate 5\.23 % Estimate [\d,.]+ USDC/,
+    );
+    expect(list).toContain('Estimate : the product is new and has no full day of its own yet');
+    expect(list).toContain('apy_basis: "underlying_estimate"');
+    // A product with APYs of its own carries no label.
+    expect(list).toMatch(/USDC Core dash-core Active \d+\.\d\d % \d+\.\d\d % [\d,.]+ USDC/);
+
+    const product = text((await c.get('/portal/live/products/dash-launch')).body);
+    expect(product).toContain('Net APY 5.03 % Estimate');
+    expect(product).toContain('Underlying APY 5.23 % Estimate');
+    expect(product).toContain(
+      'The APYs are an estimate (the API\'s apy_basis: "underlying_estimate" ): the product is new',
+    );
+    expect(product).toContain('with the product’s fees applied to the gain (4.00 % of the yield)');
+    const core = text((await c.get('/portal/live/products/dash-core')).body);
+    expect(core).not.toContain('Estimate');
   });
 
   it('says so when an environment has no products', async () => {

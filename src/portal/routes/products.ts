@@ -16,7 +16,7 @@ import { ApiError } from '../../api/errors.ts';
 import { feeStatsRows } from '../../api/routes/fee-stats.ts';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment, Product } from '../../db/products.ts';
-import type { SnapshotView } from '../../db/snapshot-reads.ts';
+import { presentedApys, type SnapshotView } from '../../db/snapshot-reads.ts';
 import { toBaseUnits } from '../../money/index.ts';
 import { type CompactChartData, encodeChartData } from '../chart-data.ts';
 import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
@@ -78,6 +78,30 @@ function badge(h: HealthBadge): Html {
   return html`<span class="badge badge-${h.level}" title="${h.detail}"><span aria-hidden="true">${mark}</span> ${h.label}</span>`;
 }
 
+/**
+ * The APYs a product is shown with: the API's rule for `latest_metrics` (presentedApys), so a
+ * product without a full day of its own shows the launch-day estimate from its underlying vault,
+ * labelled "Estimate" in words (the API's `apy_basis: "underlying_estimate"`).
+ */
+function shownApys(s: SnapshotView | undefined) {
+  const apys = s && presentedApys(s);
+  const figure = (value: string | undefined): Html | string => {
+    if (!apys || value === undefined) return '—';
+    return apys.basis === 'engine'
+      ? percent(value)
+      : html`${percent(value)} <span class="badge badge-neutral estimate">Estimate</span>`;
+  };
+  return {
+    net: figure(apys?.netApyForUser),
+    underlying: figure(apys?.underlyingApy),
+    estimated: apys?.basis === 'underlying_estimate',
+  };
+}
+
+/** What an estimate is made of, in words (the same words on the list and the product page). */
+const ESTIMATE_BASIS =
+  'the product is new and has no full day of its own yet, so its APYs are estimated from the underlying vault: the underlying’s measured APY over its latest day, and that APY with the product’s fees applied to the gain';
+
 function parseChartDays(raw: unknown): number {
   if (raw === undefined) return 30;
   const n = CHART_DAYS.find((d) => String(d) === raw);
@@ -128,13 +152,16 @@ export function productsRoutes(ctx: PortalContext): FastifyPluginAsync {
       const list = await ctx.products.listForPartner(member.partnerId, env);
       const latest = await ctx.snapshots.latestFor(list.map((p) => p.id));
       const now = ctx.now();
+      let anyEstimate = false;
       const rows = list.map((p) => {
         const s = latest.get(p.id);
+        const apys = shownApys(s);
+        anyEstimate ||= apys.estimated;
         return html`<tr>
   <th scope="row"><a href="${base()}/${env}/products/${p.slug}" hx-boost="false">${p.displayName}</a><br><span class="hint"><code>${p.slug}</code></span></th>
   <td>${STATUS_LABEL[p.status]}</td>
-  <td class="num">${percent(s?.netApyForUser)}</td>
-  <td class="num">${percent(s?.underlyingApy)}</td>
+  <td class="num">${apys.net}</td>
+  <td class="num">${apys.underlying}</td>
   <td class="num">${s ? money(s.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</td>
   <td>${badge(healthOf(p, s, now))}</td>
 </tr>`;
@@ -156,7 +183,8 @@ ${
   <caption class="visually-hidden">${env} products</caption>
   <thead><tr><th scope="col">Product</th><th scope="col">Status</th><th scope="col" class="num">Net APY</th><th scope="col" class="num">Underlying APY</th><th scope="col" class="num">TVL</th><th scope="col">Health</th></tr></thead>
   <tbody>${rows}</tbody>
-</table>`
+</table>
+${anyEstimate ? html`<p class="hint" id="estimate-note"><span class="badge badge-neutral">Estimate</span>: ${ESTIMATE_BASIS}. The API marks these <code>apy_basis: "underlying_estimate"</code>.</p>` : ''}`
 }`,
         }),
       );
@@ -253,6 +281,7 @@ ${
     ) {
       const here = `${base()}/${env}/products/${p.slug}`;
       const { data, apy, fees } = charts;
+      const apys = shownApys(latest);
       const hasData = apy.length > 0;
       const last = fees[fees.length - 1];
       const summary = <T>(values: T[], order: (x: T, y: T) => number, fmt: (v: T) => string) => {
@@ -271,12 +300,17 @@ ${
       const body = html`<p class="lead"><code>${p.slug}</code> · ${p.assetSymbol} · partner fee ${(p.partnerFeeBps / 100).toFixed(2)} %, service fee ${(p.serviceFeeBps / 100).toFixed(2)} % of the yield</p>
 <dl class="figures">
   <div><dt>Status</dt><dd>${STATUS_LABEL[p.status]} ${badge(healthOf(p, latest, now))}</dd></div>
-  <div><dt>Net APY</dt><dd>${percent(latest?.netApyForUser)}</dd></div>
-  <div><dt>Underlying APY</dt><dd>${percent(latest?.underlyingApy)}</dd></div>
+  <div><dt>Net APY</dt><dd>${apys.net}</dd></div>
+  <div><dt>Underlying APY</dt><dd>${apys.underlying}</dd></div>
   <div><dt>TVL</dt><dd>${latest ? money(latest.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
   <div><dt>Your fees earned to date</dt><dd>${latest ? money(latest.cumulativePartnerFeeEarned, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
 </dl>
 <p class="hint">${latest ? html`Figures of ${latest.date} (UTC), the latest daily snapshot.` : 'No daily figures yet.'}</p>
+${
+  apys.estimated
+    ? html`<p class="notice" id="estimate-note" role="note"><strong>The APYs are an estimate</strong> (the API's <code>apy_basis: "underlying_estimate"</code>): ${ESTIMATE_BASIS} (${((p.partnerFeeBps + p.serviceFeeBps) / 100).toFixed(2)} % of the yield). The product's own APYs replace them once its first full day closes; the charts start then.</p>`
+    : ''
+}
 <nav aria-label="Period" class="periods">
   <span>Period:</span>
   ${CHART_DAYS.map(
@@ -320,7 +354,9 @@ ${
   }</p>
 </figure>
 <p class="hint">Point at a chart, or focus it and use the arrow keys, to read each day's exact figures.</p>`
-    : html`<div class="empty"><strong>No daily figures yet</strong>The first figures appear the day after the engine is deployed; APYs need two days.</div>`
+    : latest
+      ? html`<div class="empty"><strong>No charts yet</strong>The charts start with the product’s first full day of its own: APYs need two days of the engine.</div>`
+      : html`<div class="empty"><strong>No daily figures yet</strong>The first figures appear the day after the engine is deployed; APYs need two days.</div>`
 }
 <section class="panel" aria-labelledby="csv-heading">
   <h2 id="csv-heading">Download fee-stats (CSV)</h2>

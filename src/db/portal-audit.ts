@@ -16,6 +16,8 @@ export type AuditAction =
   | 'webhook.added'
   | 'webhook.rotated'
   | 'webhook.removed'
+  | 'webhook.updated'
+  | 'webhook.disabled'
   | 'webhook.enabled'
   | 'webhook.pinged'
   | 'webhook.replayed'

@@ -48,6 +48,7 @@ import { passkeyRoutes } from './routes/passkeys.ts';
 import { productsRoutes } from './routes/products.ts';
 import { signInRoutes } from './routes/sign-in.ts';
 import { teamRoutes } from './routes/team.ts';
+import { webhookEditRoutes } from './routes/webhook-edit.ts';
 import { webhooksRoutes } from './routes/webhooks.ts';
 import { createSignedInCache } from './signed-in-cache.ts';
 import { staticAssets } from './static-assets.ts';
@@ -252,6 +253,7 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   // tests without one get a random key of this process.
   const box = opts.secretBox ?? createSecretBox(randomBytes(32));
   await app.register(webhooksRoutes(ctx, box));
+  await app.register(webhookEditRoutes(ctx, box));
   await app.register(inboundRoutes(ctx, box));
   await app.register(passkeyRoutes(ctx, box, limit));
 };

@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.ts';
 import { ERROR_CATALOGUE } from '../../src/api/errors.ts';
 import { DecimalString, Ok } from '../../src/api/schemas.ts';
+import { createChainClient } from '../../src/chain/client.ts';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductsRepo, type NewProduct, type ProductStatus } from '../../src/db/products.ts';
 import { attachContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -102,5 +106,156 @@ describe('OpenAPI document', () => {
     expect(contract.violations()[0]).toContain('GET /test/amount → 200');
     expect(() => contract.assertClean()).toThrow(/off the OpenAPI document/);
     await other.close();
+  });
+
+  it('documents for each product route exactly the codes it answers', async () => {
+    // The documented codes come from the routes' declarations (config.serves, errorCodes); the
+    // answered ones are observed here by driving every product route with products in every state,
+    // another partner's and the other environment's slugs, bad keys and a bad value of each query
+    // parameter. A declaration that disagrees with what the handler does fails here.
+    const db = (await freshDatabase('pglite')) as TestDatabase;
+    const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
+    const NON_EVM = 990_001;
+    const probe = await buildApp({
+      db: db.db,
+      logger: captureLogger().logger,
+      // A non-EVM chain (position: chain_not_supported); 31337 is not configured, so a live read
+      // there answers chain_rpc_unavailable.
+      chains: [
+        {
+          chainId: NON_EVM,
+          name: 'non-evm',
+          evm: false,
+          client: createChainClient({ chainId: NON_EVM, rpcUrls: ['http://127.0.0.1:9'] }),
+        },
+      ],
+    });
+    try {
+      const partners = createPartnersRepo(db.db);
+      const acme = await partners.create('Acme Wallet');
+      const bravo = await partners.create('Bravo Pay');
+      const products = createProductsRepo(db.db);
+      const product = (
+        slug: string,
+        partnerId: string,
+        env: 'live' | 'test',
+        status: ProductStatus,
+        n: number,
+        chainId = 31337,
+      ): NewProduct => ({
+        partnerId,
+        environment: env,
+        slug,
+        displayName: slug,
+        riskLabel: 'low',
+        chainId,
+        vaultKind: 'sync',
+        engineName: 'Engine',
+        engineSymbol: 'yUSDC',
+        underlyingVaultAddress: A(1000 + n),
+        assetAddress: A(7),
+        assetSymbol: 'USDC',
+        assetDecimals: 6,
+        serviceFeeBps: 150,
+        partnerFeeBps: 250,
+        serviceFeeRecipient: A(8),
+        partnerFeeRecipient: A(9),
+        ...(status === 'pending_deploy'
+          ? {}
+          : {
+              deployed: {
+                engineAddress: A(n),
+                shareDecimals: 6,
+                block: 1n,
+                at: new Date('2026-01-01T00:00:00Z'),
+                status,
+              },
+            }),
+      });
+      const statuses: ProductStatus[] = ['pending_deploy', 'active', 'paused', 'deprecated'];
+      for (const [i, status] of statuses.entries()) {
+        await products.create(
+          product(`p-${status.replace('_', '-')}`, acme.id, 'live', status, i + 1),
+        );
+      }
+      await products.create(product('p-non-evm', acme.id, 'live', 'active', 11, NON_EVM));
+      await products.create(product('p-sandbox', acme.id, 'test', 'active', 12));
+      await products.create(product('p-bravo', bravo.id, 'live', 'active', 13));
+      const keys = createApiKeysRepo(db.db);
+      const live = (await keys.create(acme.id, 'live')).key;
+      const revoked = await keys.create(acme.id, 'live');
+      await keys.revoke(revoked.record.id);
+      await probe.ready();
+      const probeDoc = (await probe.inject({ url: '/openapi.json' })).json() as typeof doc;
+
+      const slugs = [
+        ...statuses.map((s) => `p-${s.replace('_', '-')}`),
+        'p-non-evm',
+        'p-sandbox',
+        'p-bravo',
+        'p-unknown',
+        'x'.repeat(300),
+      ];
+      // A good and a bad value of each query parameter the document names (by name).
+      const values: Record<string, string[]> = {
+        days: ['7', 'abc'],
+        amount: ['100', 'abc'],
+        address: [A(77), 'nope'],
+        start_date: ['2026-01-01', 'nope', '2020-01-01'],
+        end_date: ['2026-01-31', '2026-13-40'],
+      };
+      const productRoutes = Object.keys(probeDoc.paths).filter((p) =>
+        p.startsWith('/api/partner/products/{slug}'),
+      );
+      expect(productRoutes.length).toBeGreaterThanOrEqual(6);
+      for (const path of productRoutes) {
+        const op = probeDoc.paths[path]!.get as unknown as {
+          parameters?: { name: string; in: string }[];
+          responses: Record<
+            string,
+            { content?: Record<string, { schema: Record<string, unknown> }> }
+          >;
+        };
+        const names = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+        for (const name of names) expect(values[name], `${path} ?${name}`).toBeDefined();
+        // Every query: all parameters good, then each one bad (the others good), then every pair.
+        const good = Object.fromEntries(names.map((n) => [n, values[n]![0]!]));
+        const queries: Record<string, string>[] = [good];
+        for (const n of names) {
+          for (const v of values[n]!.slice(1)) queries.push({ ...good, [n]: v });
+        }
+        const observed = new Set<string>();
+        const ask = async (slug: string, query: Record<string, string>, key?: string) => {
+          const qs = new URLSearchParams(query).toString();
+          const res = await probe.inject({
+            url: `${path.replace('{slug}', slug)}${qs ? `?${qs}` : ''}`,
+            headers: key === undefined ? {} : { 'x-api-key': key },
+          });
+          if (res.statusCode >= 400) observed.add(res.json().code);
+        };
+        for (const slug of slugs) for (const q of queries) await ask(slug, q, live);
+        await ask('p-active', good);
+        await ask('p-active', good, 'pk_live_not_a_key');
+        await ask('p-active', good, revoked.key);
+
+        const documented = new Set<string>();
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          const schema = response.content?.['application/json']?.schema as {
+            allOf?: { properties?: { code?: { enum?: string[] } } }[];
+          };
+          const narrowed = schema.allOf?.[1]?.properties?.code?.enum;
+          expect(narrowed, `${path} ${status}`).toBeDefined();
+          for (const code of narrowed!) documented.add(code);
+        }
+        // What no request can cause on purpose here: a budget spent, a bug.
+        documented.delete('rate_limited');
+        documented.delete('internal_error');
+        expect([...observed].sort(), path).toEqual([...documented].sort());
+      }
+    } finally {
+      await probe.close();
+      await db.drop();
+    }
   });
 });

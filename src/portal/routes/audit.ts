@@ -18,6 +18,8 @@ const ACTION_LABEL: Record<string, string> = {
   'webhook.added': 'Added a webhook destination',
   'webhook.rotated': 'Rotated a webhook secret',
   'webhook.removed': 'Removed a webhook destination',
+  'webhook.updated': 'Edited a webhook destination',
+  'webhook.disabled': 'Disabled a webhook destination',
   'webhook.enabled': 'Re-enabled a webhook destination',
   'webhook.pinged': 'Sent a test event',
   'webhook.replayed': 'Replayed deliveries',

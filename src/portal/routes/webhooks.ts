@@ -1,7 +1,7 @@
 /**
  * Webhooks of one environment: outbound destinations (add HTTPS-only with event types from the
- * catalogue, signing secret shown once, fingerprint, rotate with a grace period, remove), a test
- * event, the delivery log filtered by status, event type and time with each attempt, replay of one
+ * catalogue, signing secret shown once, fingerprint, rotate with a grace period, remove; editing
+ * and disabling by hand are routes/webhook-edit.ts), a test event, the delivery log filtered by status, event type and time with each attempt, replay of one
  * delivery or of everything failed since a time, endpoint health with re-enable. The inbound side
  * (secret, recent inbound events, the lifecycle events they matched) is routes/inbound.ts.
  *
@@ -21,6 +21,7 @@ import {
 import {
   createWebhookDestinationsRepo,
   type WebhookDestination,
+  type WebhookDestinationsRepo,
 } from '../../db/webhook-destinations.ts';
 import { createWebhookHealthRepo, type DestinationHealth } from '../../db/webhook-health.ts';
 import { DestinationUrlError } from '../../webhooks/destination-url.ts';
@@ -89,9 +90,46 @@ function parseUtcTime(raw: unknown): Date | undefined {
 }
 const localValue = (d: Date) => d.toISOString().slice(0, 16);
 
+/** An active destination of the member's team in `env`, or a 404 page. */
+export async function ownDestination(
+  destinations: WebhookDestinationsRepo,
+  member: Member,
+  env: Environment,
+  id: string,
+): Promise<WebhookDestination> {
+  const d = await destinations.find(id);
+  if (!d || d.partnerId !== member.partnerId || d.environment !== env || d.removedAt) {
+    throw new PortalError(
+      404,
+      'Destination not found',
+      `There is no ${env} destination ${id} in your team.`,
+    );
+  }
+  return d;
+}
+
+/** The catalogue's subscribable types as checkboxes, each with its description and example. */
+export function eventTypePicker(checked: readonly string[]): Html {
+  return html`<fieldset class="event-types">
+  <legend>Event types <span class="hint">(none ticked: every type, including those added later)</span></legend>
+  ${SUBSCRIBABLE_EVENT_TYPES.map((t) => {
+    const def = OUTBOUND_EVENTS[t] as OutboundEventDefinition;
+    const id = `type-${t.replace(/\W/g, '-')}`;
+    return html`<div class="event-type">
+    <div class="checkbox"><input type="checkbox" id="${id}" name="event_types" value="${t}" ${checked.includes(t) ? 'checked' : ''} aria-describedby="${id}-desc"><label for="${id}"><code>${t}</code></label></div>
+    <p class="hint" id="${id}-desc">${def.description}</p>
+    <details><summary>Example payload of ${t}</summary><pre>${JSON.stringify(def.example, null, 2)}</pre></details>
+  </div>`;
+  })}
+</fieldset>`;
+}
+
 function healthSummary(h: DestinationHealth | undefined, d: WebhookDestination): Html {
   if (d.disabledAt) {
-    return html`<span class="badge badge-bad"><span aria-hidden="true">✕</span> Disabled</span>`;
+    // Disabled by hand is a choice, not a fault: a neutral badge; by the health job, a bad one.
+    return d.disabledBy === 'manual'
+      ? html`<span class="badge badge-neutral"><span aria-hidden="true">⏸</span> Disabled by your team</span>`
+      : html`<span class="badge badge-bad"><span aria-hidden="true">✕</span> Disabled: failing</span>`;
   }
   const rate = h?.window.successRate;
   if (rate === null || rate === undefined) {
@@ -110,35 +148,11 @@ export function webhooksRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugi
     const deliveries = createWebhookDeliveriesRepo(ctx.db);
     const health = createWebhookHealthRepo(ctx.db);
 
-    async function ownDestination(member: Member, env: Environment, id: string) {
-      const d = await destinations.find(id);
-      if (!d || d.partnerId !== member.partnerId || d.environment !== env || d.removedAt) {
-        throw new PortalError(
-          404,
-          'Destination not found',
-          `There is no ${env} destination ${id} in your team.`,
-        );
-      }
-      return d;
-    }
+    const own = (member: Member, env: Environment, id: string) =>
+      ownDestination(destinations, member, env, id);
 
     function mustManage(member: Member, env: Environment) {
       if (!canManageWebhooks(member.role, env)) throw refuse(member, env);
-    }
-
-    function eventTypePicker(checked: readonly string[]): Html {
-      return html`<fieldset class="event-types">
-  <legend>Event types <span class="hint">(none ticked: every type, including those added later)</span></legend>
-  ${SUBSCRIBABLE_EVENT_TYPES.map((t) => {
-    const def = OUTBOUND_EVENTS[t] as OutboundEventDefinition;
-    const id = `type-${t.replace(/\W/g, '-')}`;
-    return html`<div class="event-type">
-    <div class="checkbox"><input type="checkbox" id="${id}" name="event_types" value="${t}" ${checked.includes(t) ? 'checked' : ''} aria-describedby="${id}-desc"><label for="${id}"><code>${t}</code></label></div>
-    <p class="hint" id="${id}-desc">${def.description}</p>
-    <details><summary>Example payload of ${t}</summary><pre>${JSON.stringify(def.example, null, 2)}</pre></details>
-  </div>`;
-  })}
-</fieldset>`;
     }
 
     async function listPage(
@@ -286,7 +300,7 @@ ${
     }>('/:env/webhooks/:id', async (request, reply) => {
       const env = envParam(request);
       const { member } = sessionOf(request);
-      const d = await ownDestination(member, env, request.params.id);
+      const d = await own(member, env, request.params.id);
       const q = request.query;
       const status = DELIVERY_STATUSES.includes(q.status as DeliveryStatus)
         ? (q.status as DeliveryStatus)
@@ -306,6 +320,9 @@ ${
           'Test event sent. It appears below; this page refreshes until it is delivered or fails.',
         rotated: undefined,
         enabled: 'Re-enabled. What failed while it was disabled is being sent again.',
+        updated: 'Saved. The changes apply to what is sent from now on.',
+        disabled:
+          'Disabled. Nothing is sent to it until you re-enable it; what fails meanwhile is kept for then.',
         replayed: 'Replay queued.',
       }[q.notice ?? ''];
       const pendingPing = q.notice === 'pinged' && rows.some((r) => r.status === 'pending');
@@ -359,11 +376,17 @@ ${o.pendingPing ? html`<div hx-get="${o.here}?notice=pinged" hx-trigger="every 1
 </dl>
 ${
   d.disabledAt
-    ? html`<div class="error-summary" role="alert"><h2>This destination is disabled</h2><p>${d.disabledReason ?? 'Disabled.'}</p>${
-        o.manage
-          ? html`<form method="post" action="${o.here}/enable">${csrfField}<button type="submit">Re-enable and replay what failed</button></form>`
-          : ''
-      }</div>`
+    ? (
+        () => {
+          const enable = o.manage
+            ? html`<form method="post" action="${o.here}/enable">${csrfField}<button type="submit">Re-enable and replay what failed</button></form>`
+            : '';
+          // By hand it is a state the team chose (a calm panel); by the health job, a fault to fix.
+          return d.disabledBy === 'manual'
+            ? html`<section class="panel disabled-panel" aria-labelledby="disabled-heading"><h2 id="disabled-heading">Disabled by your team</h2><p>${d.disabledReason ?? 'Disabled.'}</p>${enable}</section>`
+            : html`<div class="error-summary" role="alert"><h2>Disabled automatically</h2><p>${d.disabledReason ?? 'Disabled.'}</p>${enable}</div>`;
+        }
+      )()
     : ''
 }
 <section class="panel" aria-labelledby="settings-heading">
@@ -378,7 +401,9 @@ ${
     o.manage
       ? html`<div class="actions-row">
     <form method="post" action="${o.here}/ping">${csrfField}<button type="submit">Send a test event</button></form>
+    <a href="${o.here}/edit">Edit URL and events</a>
     <a href="${o.here}/rotate">Rotate the secret</a>
+    ${d.disabledAt ? '' : html`<a href="${o.here}/disable">Disable</a>`}
     <a href="${o.here}/remove">Remove</a>
   </div>`
       : ''
@@ -427,7 +452,7 @@ ${
       async (request, reply) => {
         const env = envParam(request);
         const { member } = sessionOf(request);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const { rows } = await ctx.db.query<{
           id: string;
           event_id: string;
@@ -514,7 +539,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const [one] = await deliveries
           .list({ destinationId: d.id, limit: 1000 })
           .then((l) => l.filter((x) => x.id === request.params.delivery));
@@ -555,7 +580,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const since = parseUtcTime(request.body?.since);
         if (!since)
           throw new PortalError(
@@ -579,7 +604,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const { delivery } = await replayOr400(() => deliveries.enqueuePing(d.id));
         await ctx.record(request, member, {
           action: 'webhook.pinged',
@@ -596,7 +621,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         if (!d.disabledAt)
           throw new PortalError(409, 'Not disabled', 'This destination is already enabled.');
         const { replayed } = await health.enable(d.id);
@@ -615,7 +640,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const csrf = reply.generateCsrf();
         return sendPage(
           reply,
@@ -645,7 +670,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const grace = GRACE[String(request.body?.grace)];
         if (!grace)
           throw new PortalError(
@@ -689,7 +714,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         const csrf = reply.generateCsrf();
         return sendPage(
           reply,
@@ -713,7 +738,7 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
         const env = envParam(request);
         const { member } = sessionOf(request);
         mustManage(member, env);
-        const d = await ownDestination(member, env, request.params.id);
+        const d = await own(member, env, request.params.id);
         await destinations.remove(d.id);
         await ctx.record(request, member, {
           action: 'webhook.removed',

@@ -255,8 +255,8 @@ describe('cached pages', () => {
   it('show a changed snapshot once the read model moves, as the API does', async () => {
     const c = await h.signedIn(email('moves'), 'viewer');
     const before = chartData((await c.get('/portal/live/products/dash-move?days=7')).body);
-    const lastDay = before.apy_history.date.at(-1)!;
-    expect(before.apy_history.net_apy_for_user.at(-1)).not.toBe('0.012345');
+    const lastDay = before.apy_history.date!.at(-1)!;
+    expect(before.apy_history.net_apy_for_user!.at(-1)).not.toBe('0.012345');
     await h.t.db.query(
       `UPDATE daily_snapshots SET net_apy_for_user = 0.012345
        WHERE product_id = (SELECT id FROM products WHERE slug = 'dash-move') AND date = $1`,
@@ -268,7 +268,7 @@ describe('cached pages', () => {
         async () =>
           chartData(
             (await c.get('/portal/live/products/dash-move?days=7')).body,
-          ).apy_history.net_apy_for_user.at(-1),
+          ).apy_history.net_apy_for_user!.at(-1),
         { timeout: 20_000, interval: 100 },
       )
       .toBe('0.012345');

@@ -90,7 +90,7 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
     const http = await postEdit(owner, 'live', id, 'http://hooks.example.com/plain', []);
     expect(http.status).toBe(400);
     expect(text(http.body)).toContain(
-      'That URL does not work: webhook destinations must be https:// URLs (got http)',
+      'That URL does not work: webhook destinations must be https:// URLs (got http); plain HTTP is never delivered to.',
     );
     expect(http.body).toContain('value="http://hooks.example.com/plain"'); // kept to correct it
     const unknown = await postEdit(owner, 'live', id, 'https://hooks.example.com/x', ['no.such']);
@@ -226,7 +226,9 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
       'Disabled automatically Disabled automatically: every delivery attempt',
     );
     expect(words).not.toContain('Disabled by your team');
-    expect(text((await owner.get('/portal/live/webhooks')).body)).toContain('Disabled: failing');
+    expect(text((await owner.get('/portal/live/webhooks')).body)).toContain(
+      'Disabled automatically: failing',
+    );
     // Disabling it by hand again is refused; its reason stays.
     await owner.get(`/portal/live/webhooks/${id}`);
     expect((await owner.post(`/portal/live/webhooks/${id}/disable`, {})).status).toBe(409);

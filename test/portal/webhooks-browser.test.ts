@@ -308,4 +308,71 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     await page.getByRole('link', { name: 'USDC Core' }).waitFor();
     await check('webhooks-event');
   });
+
+  it('edits a destination, disables it by hand and re-enables it with a replay', async () => {
+    await page.goto(`${portal}/live/webhooks`);
+    await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
+    await page.getByRole('link', { name: 'Edit URL and events' }).click();
+    await page.getByRole('heading', { name: 'Edit a destination', level: 1 }).waitFor();
+    expect(await page.getByLabel('Endpoint URL (HTTPS)').inputValue()).toBe(`${receiver.url}/hook`);
+
+    await page.getByLabel('Endpoint URL (HTTPS)').fill(`${receiver.url}/edited`);
+    await page.getByLabel('vault_pause').check();
+    await check('webhook-edit');
+
+    // HTTPS only, said in words; what was entered is kept to correct it.
+    await page.getByLabel('Endpoint URL (HTTPS)').fill('http://example.com/edited');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText(/webhook destinations must be https:\/\/ URLs \(got http\)/).waitFor();
+    expect(await page.getByLabel('Endpoint URL (HTTPS)').inputValue()).toBe(
+      'http://example.com/edited',
+    );
+    expect(await page.getByLabel('vault_pause').isChecked()).toBe(true);
+    await page.getByLabel('Endpoint URL (HTTPS)').fill(`${receiver.url}/edited`);
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('Saved. The changes apply to what is sent from now on.').waitFor();
+    await page.getByText(`${receiver.url}/edited`).first().waitFor();
+    const edited = await emit();
+    await expect
+      .poll(
+        () => receiver.requests.find((r) => r.headers['x-service-event-id'] === edited!.id)?.url,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe('/edited');
+
+    // Disabled by hand, with a note: what happens meanwhile is kept, not sent.
+    await page.getByRole('link', { name: 'Disable', exact: true }).click();
+    await page.getByRole('heading', { name: 'Disable a destination', level: 1 }).waitFor();
+    await page.getByLabel(/Note for your team/).fill('receiver moving to a new host');
+    await check('webhook-disable');
+    await page.getByRole('button', { name: 'Disable destination' }).click();
+    await page.getByRole('heading', { name: 'Disabled by your team' }).waitFor();
+    await page
+      .getByText(/Disabled by ana@acme\.example on .*\(“receiver moving to a new host”\)/)
+      .waitFor();
+    await check('webhook-disabled');
+    const before = receiver.requests.length;
+    const meanwhile = await emit();
+    await page.reload();
+    await page
+      .getByRole('row', { name: /vault_pause.*Failed.*destination disabled/ })
+      .first()
+      .waitFor();
+    expect(receiver.requests.length).toBe(before);
+
+    // Re-enabled: what failed meanwhile is replayed to the edited URL.
+    await page.getByRole('button', { name: 'Re-enable and replay what failed' }).click();
+    await page
+      .getByText('Re-enabled. What failed while it was disabled is being sent again.')
+      .waitFor();
+    await expect
+      .poll(
+        () => receiver.requests.find((r) => r.headers['x-service-event-id'] === meanwhile!.id)?.url,
+        { timeout: 20_000 },
+      )
+      .toBe('/edited');
+    await page.getByRole('link', { name: 'Disable', exact: true }).waitFor();
+  });
 });

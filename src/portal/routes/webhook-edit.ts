@@ -115,9 +115,7 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
         updated = await destinations.update(d.id, { url, eventTypes: types });
       } catch (err) {
         if (err instanceof DestinationUrlError) {
-          return again([
-            `That URL does not work: ${err.message}. Destinations must be https:// URLs.`,
-          ]);
+          return again([`That URL does not work: ${err.message}.`]);
         }
         if (err instanceof DestinationEventTypesError) {
           return again([`There is no event type ${err.unknown.join(', ')}: pick from the list.`]);
@@ -158,9 +156,9 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
             member,
             env,
             section: 'webhooks',
-            body: html`<form method="post" action="${here}/disable" class="panel">
+            body: html`<p>While <code>${d.url}</code> is disabled nothing is sent to it. Deliveries waiting to be sent or retried are marked failed and kept, and so are the events that happen meanwhile. When you re-enable it, all of them are sent again. A test event can still be sent, to check the endpoint first.</p>
+<form method="post" action="${here}/disable" class="panel">
   <input type="hidden" name="_csrf" value="${csrf}">
-  <p>While <code>${d.url}</code> is disabled nothing is sent to it. Deliveries waiting to be sent or retried are marked failed and kept, and so are the events that happen meanwhile. When you re-enable it, all of them are sent again. A test event can still be sent, to check the endpoint first.</p>
   <div class="field"><label for="disable-note">Note for your team <span class="hint">(optional)</span></label>
     <input type="text" id="disable-note" name="note" maxlength="${MAX_DISABLE_NOTE_LENGTH}" aria-describedby="disable-note-hint">
     <p class="hint" id="disable-note-hint">Shown with the destination while it is disabled, for example “receiver moving to a new host”.</p></div>

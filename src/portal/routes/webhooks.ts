@@ -127,9 +127,10 @@ export function eventTypePicker(checked: readonly string[]): Html {
 function healthSummary(h: DestinationHealth | undefined, d: WebhookDestination): Html {
   if (d.disabledAt) {
     // Disabled by hand is a choice, not a fault: a neutral badge; by the health job, a bad one.
+    // Who disabled it is said in words too, not by colour alone.
     return d.disabledBy === 'manual'
-      ? html`<span class="badge badge-neutral"><span aria-hidden="true">⏸</span> Disabled by your team</span>`
-      : html`<span class="badge badge-bad"><span aria-hidden="true">✕</span> Disabled: failing</span>`;
+      ? html`<span class="badge badge-neutral"><span aria-hidden="true">–</span> Disabled</span><br><span class="hint">by your team</span>`
+      : html`<span class="badge badge-bad"><span aria-hidden="true">✕</span> Disabled</span><br><span class="hint">automatically: failing</span>`;
   }
   const rate = h?.window.successRate;
   if (rate === null || rate === undefined) {

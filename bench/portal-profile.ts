@@ -5,6 +5,8 @@
  * (median). PGlite by default, PostgreSQL at BENCH_DATABASE_URL. It measures; it never fails on a
  * slow machine.
  */
+
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,9 +14,11 @@ import { buildApp } from '../src/api/app.ts';
 import { createDatabase, type Database } from '../src/db/client.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
+import { createWebhookDestinationsRepo } from '../src/db/webhook-destinations.ts';
 import { createLogger } from '../src/logger.ts';
 import { createOutboxMailer } from '../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../src/portal/sign-in-links.ts';
+import { createSecretBox } from '../src/webhooks/secret-box.ts';
 import { seedProducts } from '../test/portal/products-fixture.ts';
 
 const RUNS = Number(process.env.PROFILE_RUNS ?? 50);
@@ -57,8 +61,15 @@ const products = await seedProducts(inner, partner.id, [
   { slug: 'usdc-core', displayName: 'USDC Core', environment: 'live', status: 'active', days: 366 },
   { slug: 'usdc-plus', displayName: 'USDC Plus', environment: 'live', status: 'active', days: 200 },
 ]);
+const box = createSecretBox(randomBytes(32));
+const { destination } = await createWebhookDestinationsRepo(inner, box).add({
+  partnerId: partner.id,
+  environment: 'live',
+  url: 'https://hooks.acme.example/yield',
+});
 const app = await buildApp({
   db,
+  secretBox: box,
   logger: createLogger('warn'),
   portal: {
     mailer: createOutboxMailer(path.join(dir, 'outbox'), 'Portal <portal@bench>'),
@@ -94,6 +105,7 @@ const pages = [
   '/live/audit',
   '/live/account',
   '/live/webhooks',
+  `/live/webhooks/${destination.id}`,
   '/live/webhooks/inbound',
 ];
 const median = (v: number[]) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)]!;

@@ -19,6 +19,7 @@ import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { acceptsGzip, MIN_GZIP_BYTES } from '../api/content-encoding.ts';
+import type { ReadCache } from '../api/read-cache.ts';
 import type { Database } from '../db/client.ts';
 import { createPortalMembersRepo } from '../db/portal-members.ts';
 import { createDbSessionStore, type SessionStore } from '../db/portal-sessions.ts';
@@ -69,7 +70,9 @@ export interface PortalOptions {
   /** Clock of the dashboards' day windows (tests pin it). */
   now?: () => Date;
   /** The API's cached reads of products and snapshots; without them (tests), direct reads. */
-  reads?: { products: ProductsRepo; snapshots: SnapshotReads } | undefined;
+  reads?:
+    | { products: ProductsRepo; snapshots: SnapshotReads; cache: Pick<ReadCache, 'get'> }
+    | undefined;
 }
 
 declare module 'fastify' {

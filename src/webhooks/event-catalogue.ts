@@ -425,8 +425,8 @@ export type OpenApiWebhooks = NonNullable<OpenAPIV3_2.Document['webhooks']>;
 /** Who receives an event, said once for every type (docs/webhooks-outbound.md has the detail). */
 const DESTINATION_NOTE =
   'Sent to each enabled destination of the partner environment that subscribes to the type (the ' +
-  'URL and types can be edited in the portal or with `webhook update`; changes apply to what is ' +
-  'sent from then on). A disabled destination, whether by the service after 5 days of failures ' +
+  'URL and types can be edited in the portal; changes apply to what is ' +
+  'sent from then on). A disabled destination, whether by the service after days of failures (5 by default) ' +
   'or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept ' +
   'as failed, and re-enabling it replays them.';
 

@@ -97,6 +97,14 @@ const toEvent = (r: Row): InboundEvent => ({
   lastConflictAt: r.last_conflict_at,
 });
 
+/**
+ * Links every submitted transaction whose lifecycle event is stored but not linked yet (the
+ * inbound linker's sweep: src/webhooks/inbound-linker.ts).
+ */
+export async function linkPendingInbound(db: Queryable): Promise<void> {
+  await db.query('SELECT link_inbound_events(NULL)');
+}
+
 /** Same request: same bytes, same event type, same environment (keys span both environments). */
 const sameRequest = (stored: InboundEvent, e: NewInboundEvent) =>
   stored.bodySha256.equals(e.bodySha256) &&

@@ -40,8 +40,8 @@ const timed =
       meter.queries++;
       meter.ms += performance.now() - t0;
       meter.sql.push(
-      `${(performance.now() - t0).toFixed(2)} ms  ${String(a[0]).replace(/\s+/g, ' ').slice(0, 90)}`,
-    );
+        `${(performance.now() - t0).toFixed(2)} ms  ${String(a[0]).replace(/\s+/g, ' ').slice(0, 90)}`,
+      );
     }
   };
 const db: Database = {

@@ -146,7 +146,7 @@ export async function buildApp(deps: AppDeps) {
     await app.register(portalPlugin, {
       prefix: '/portal',
       ...deps.portal,
-      reads: { products, snapshots },
+      reads: { products, snapshots, cache },
       secretBox: deps.secretBox,
       db: deps.db,
       logger: deps.logger,

@@ -41,6 +41,11 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/** One round trip: whether the database answers (the readiness probe). */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}
+
 export type DatabaseOptions =
   | { engine: 'postgres'; url: string; poolMax?: number }
   | { engine: 'pglite'; dataDir?: string };

@@ -97,6 +97,14 @@ const toEvent = (r: Row): InboundEvent => ({
   lastConflictAt: r.last_conflict_at,
 });
 
+/**
+ * Links every submitted transaction whose lifecycle event is stored but not linked yet (the
+ * inbound linker's sweep: src/webhooks/inbound-linker.ts).
+ */
+export async function linkPendingInbound(db: Queryable): Promise<void> {
+  await db.query('SELECT link_inbound_events(NULL)');
+}
+
 /** Same request: same bytes, same event type, same environment (keys span both environments). */
 const sameRequest = (stored: InboundEvent, e: NewInboundEvent) =>
   stored.bodySha256.equals(e.bodySha256) &&
@@ -171,8 +179,12 @@ export function createInboundEventsRepo(
     },
 
     async recent(partnerId, environment, limit) {
+      // Without the body (up to 64 KB each): the list shows what the columns say.
       const { rows } = await db.query<Row>(
-        `SELECT * FROM inbound_events WHERE partner_id = $1 AND environment = $2
+        `SELECT id, partner_id, environment, idempotency_key, event_type, ''::bytea AS body_sha256,
+                '' AS body, occurred_at, product_id, chain_id, tx_hash, linked_event_id, linked_at,
+                received_at, duplicate_count, last_duplicate_at, conflict_count, last_conflict_at
+         FROM inbound_events WHERE partner_id = $1 AND environment = $2
          ORDER BY id DESC LIMIT $3`,
         [partnerId, environment, limit],
       );
@@ -209,7 +221,7 @@ export interface InboundEventsRepo {
   store(e: NewInboundEvent): Promise<StoreResult>;
   find(partnerId: string, idempotencyKey: string): Promise<InboundEvent | undefined>;
   findById(id: number): Promise<InboundEvent | undefined>;
-  /** The newest `limit` events of a partner's environment, newest first. */
+  /** The newest `limit` events of a partner's environment, newest first, without their bodies. */
   recent(partnerId: string, environment: Environment, limit: number): Promise<InboundEvent[]>;
   /** The events linked to a lifecycle event (the transaction they announced). */
   linkedTo(eventId: string): Promise<InboundEvent[]>;

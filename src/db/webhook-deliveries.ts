@@ -111,6 +111,27 @@ const disabledError = (id: string) =>
     'destination_disabled',
   );
 
+/** One delivery as its detail page shows it: the event's payload and every attempt so far. */
+export interface DeliveryDetail {
+  id: string;
+  eventId: string;
+  eventType: string;
+  /** The exact JSON text sent. */
+  payload: string;
+  status: DeliveryStatus;
+  createdAt: Date;
+  replayOf: string | null;
+  attempts: {
+    attempt: number;
+    attemptedAt: Date;
+    ok: boolean;
+    statusCode: number | null;
+    durationMs: number;
+    responseBody: string | null;
+    error: string | null;
+  }[];
+}
+
 export function createWebhookDeliveriesRepo(db: Queryable | Database) {
   /** In one transaction when db can open one; as is when it already is one. */
   const inTransaction = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> =>
@@ -341,6 +362,57 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         );
         return { count: rows.length, deliveries: rows.map(toDelivery) };
       });
+    },
+
+    /** The delivery with its payload and attempts, when it is a delivery to that destination. */
+    async detail(deliveryId: string, destinationId: string): Promise<DeliveryDetail | undefined> {
+      const { rows } = await db.query<{
+        id: string;
+        event_id: string;
+        event_type: string;
+        payload: string;
+        status: DeliveryStatus;
+        created_at: Date;
+        replay_of: string | null;
+      }>(
+        `SELECT w.id, w.event_id, e.event_type, e.payload, w.status, w.created_at, w.replay_of
+         FROM webhook_deliveries w JOIN events e ON e.id = w.event_id
+         WHERE w.id = $1 AND w.destination_id = $2`,
+        [deliveryId, destinationId],
+      );
+      const r = rows[0];
+      if (!r) return undefined;
+      const { rows: attempts } = await db.query<{
+        attempt: number;
+        attempted_at: Date;
+        ok: boolean;
+        status_code: number | null;
+        duration_ms: number;
+        response_body: string | null;
+        error: string | null;
+      }>(
+        `SELECT attempt, attempted_at, ok, status_code, duration_ms, response_body, error
+         FROM webhook_delivery_attempts WHERE delivery_id = $1 ORDER BY attempt`,
+        [r.id],
+      );
+      return {
+        id: r.id,
+        eventId: r.event_id,
+        eventType: r.event_type,
+        payload: r.payload,
+        status: r.status,
+        createdAt: r.created_at,
+        replayOf: r.replay_of,
+        attempts: attempts.map((a) => ({
+          attempt: a.attempt,
+          attemptedAt: a.attempted_at,
+          ok: a.ok,
+          statusCode: a.status_code,
+          durationMs: a.duration_ms,
+          responseBody: a.response_body,
+          error: a.error,
+        })),
+      };
     },
   };
 }

@@ -4,7 +4,7 @@
  * portal calls these functions; the CLI (`webhook stats`, `webhook enable`) does today.
  *
  * A destination's `failing_since` is kept by the dispatcher as it records outcomes (see
- * delivery-queue.ts): the first failed attempt after the last success. Once it is older than the
+ * webhook-delivery-queue.ts): the first failed attempt after the last success. Once it is older than the
  * threshold (5 days by default) the health job disables the destination: its pending deliveries
  * are failed (kept, for the replay), events stored while it is disabled get a failed delivery at
  * once (the fan-out trigger), and a reason the partner can read is recorded. Re-enabling clears

@@ -4,8 +4,10 @@
  * A year of the API's apy-history and fee-stats as decimal strings with their field names was
  * 16.6 KB of the page compressed. Here the same figures are integers instead: APYs in millionths
  * (the stored 6-place fractions), amounts in the asset's base units, dates as day steps from the
- * first date, and the slowly moving series (TVL, cumulative fees) as differences from the day
- * before, so most numbers are short and repeat. Each column is one array under a short name (no
+ * first date, TVL as differences from the day before, the cumulative fees as what each day adds
+ * beyond its daily fee (nearly always 0: the cumulative figure grows by the day's fee), and the net
+ * APY as its distance below the underlying APY (the fees' share), so most numbers are short or
+ * repeat. Each column is one array under a short name (no
  * repeated keys). An integer beyond 2^53 − 1 (an 18-decimal asset's large amounts) travels as a
  * string, so nothing is ever rounded; static/charts.js rebuilds the API's exact decimal strings
  * with BigInt (decodeChartData below is the same decoding, for the tests and the docs).
@@ -49,7 +51,7 @@ export interface CompactChartData {
     /** First date, then each row's day step from the row before (the first step is 0). */
     d0: string | null;
     dd: number[];
-    /** Underlying and net APY in millionths. */
+    /** Underlying APY in millionths; `n`: underlying minus net APY, millionths. */
     u: Int[];
     n: Int[];
     /** TVL in base units, as differences from the row before (the first from zero). */
@@ -61,7 +63,10 @@ export interface CompactChartData {
     /** Daily partner and service fees earned, base units. */
     dp: Int[];
     ds: Int[];
-    /** Cumulative partner and service fees earned, base units, differences from the row before. */
+    /**
+     * Cumulative partner and service fees earned, base units: each row's growth over the row before
+     * minus its daily fee (the first row's from zero).
+     */
     cp: Int[];
     cs: Int[];
   };
@@ -82,6 +87,11 @@ function differences(values: readonly bigint[]): Int[] {
   return values.map((v, i) => int(i === 0 ? v : v - values[i - 1]!));
 }
 
+/** A cumulative column as each row's growth beyond its daily part. */
+function beyond(cumulative: readonly bigint[], daily: readonly bigint[]): Int[] {
+  return cumulative.map((v, i) => int(v - (i === 0 ? 0n : cumulative[i - 1]!) - daily[i]!));
+}
+
 const millionths = (apy: string | null) => int(toBaseUnits(apy ?? '0', 6));
 
 /**
@@ -98,6 +108,8 @@ export function encodeChartData(input: {
   fees: readonly SnapshotView[];
 }): CompactChartData {
   const { apy, fees } = input;
+  const dailyPartner = fees.map((r) => r.dailyPartnerFee ?? 0n);
+  const dailyService = fees.map((r) => r.dailyServiceFee ?? 0n);
   return {
     days: input.days,
     from: input.from,
@@ -108,16 +120,24 @@ export function encodeChartData(input: {
       d0: apy[0]?.date ?? null,
       dd: steps(apy.map((r) => r.date)),
       u: apy.map((r) => millionths(r.underlyingApy)),
-      n: apy.map((r) => millionths(r.netApyForUser)),
+      n: apy.map((r) =>
+        int(toBaseUnits(r.underlyingApy ?? '0', 6) - toBaseUnits(r.netApyForUser ?? '0', 6)),
+      ),
       tvl: differences(apy.map((r) => r.engineTotalAssets)),
     },
     fees: {
       d0: fees[0]?.date ?? null,
       dd: steps(fees.map((r) => r.date)),
-      dp: fees.map((r) => int(r.dailyPartnerFee ?? 0n)),
-      ds: fees.map((r) => int(r.dailyServiceFee ?? 0n)),
-      cp: differences(fees.map((r) => r.cumulativePartnerFeeEarned)),
-      cs: differences(fees.map((r) => r.cumulativeServiceFeeEarned)),
+      dp: dailyPartner.map(int),
+      ds: dailyService.map(int),
+      cp: beyond(
+        fees.map((r) => r.cumulativePartnerFeeEarned),
+        dailyPartner,
+      ),
+      cs: beyond(
+        fees.map((r) => r.cumulativeServiceFeeEarned),
+        dailyService,
+      ),
     },
   };
 }
@@ -131,10 +151,11 @@ function dates(d0: string | null, dd: readonly number[]): string[] {
   });
 }
 
-function sums(values: readonly Int[]): bigint[] {
+/** Running sums of `values` plus, row by row, `daily` (the inverse of differences and beyond). */
+function sums(values: readonly Int[], daily: readonly Int[] = []): bigint[] {
   let total = 0n;
-  return values.map((v) => {
-    total += BigInt(v);
+  return values.map((v, i) => {
+    total += BigInt(v) + BigInt(daily[i] ?? 0);
     return total;
   });
 }
@@ -156,15 +177,15 @@ export function decodeChartData(c: CompactChartData): ChartData {
     apy_history: {
       date: dates(c.apy.d0, c.apy.dd),
       underlying_apy: c.apy.u.map((v) => fraction(BigInt(v))),
-      net_apy_for_user: c.apy.n.map((v) => fraction(BigInt(v))),
+      net_apy_for_user: c.apy.n.map((v, i) => fraction(BigInt(c.apy.u[i]!) - BigInt(v))),
       engine_total_assets: sums(c.apy.tvl).map(units),
     },
     fee_stats: {
       date: dates(c.fees.d0, c.fees.dd),
       daily_partner_fee_earned: c.fees.dp.map((v) => units(BigInt(v))),
       daily_service_fee_earned: c.fees.ds.map((v) => units(BigInt(v))),
-      cumulative_partner_fee_earned: sums(c.fees.cp).map(units),
-      cumulative_service_fee_earned: sums(c.fees.cs).map(units),
+      cumulative_partner_fee_earned: sums(c.fees.cp, c.fees.dp).map(units),
+      cumulative_service_fee_earned: sums(c.fees.cs, c.fees.ds).map(units),
     },
   };
 }

@@ -3,6 +3,7 @@
  * and the request's signed-in member. Built once by the plugin.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ReadCache } from '../api/read-cache.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createPortalAuditRepo, type NewAuditEntry } from '../db/portal-audit.ts';
@@ -47,7 +48,9 @@ export function createPortalContext(deps: {
   /** Evicts cached sign-ins of a member around a change to them (signed-in-cache.ts). */
   changingMember?: <T>(memberId: string, change: () => Promise<T>) => Promise<T>;
   /** The API's cached reads of products and snapshots (same figures, same invalidation). */
-  reads?: { products: ProductsRepo; snapshots: SnapshotReads } | undefined;
+  reads?:
+    | { products: ProductsRepo; snapshots: SnapshotReads; cache: Pick<ReadCache, 'get'> }
+    | undefined;
   mailer: Mailer;
   publicUrl: () => string;
   /** Clock of the dashboards' day windows (tests pin it). */
@@ -68,6 +71,8 @@ export function createPortalContext(deps: {
     keys: createApiKeysRepo(deps.db),
     products: deps.reads?.products ?? createProductsRepo(deps.db),
     snapshots: deps.reads?.snapshots ?? createSnapshotReads(deps.db),
+    /** The API's read cache, for what the pages build from the read model alone. */
+    cache: deps.reads?.cache,
     now: deps.now ?? (() => new Date()),
     /** The path prefix the browser sees (`/portal`, or `` when the portal has its own origin). */
     base: () => new URL(publicUrl()).pathname.replace(/\/+$/, ''),

@@ -30,6 +30,11 @@ export interface PageFrame {
   assets?: readonly string[];
   /** The page has passkey buttons: load the passkey scripts (see head()). */
   passkeys?: boolean;
+  /**
+   * Load htmx (default). A page that every link loads whole (`hx-boost="false"`: the product
+   * pages) and that has no htmx form does without it; its own links then load whole too.
+   */
+  htmx?: boolean;
 }
 
 /**
@@ -37,12 +42,12 @@ export interface PageFrame {
  * only on the pages with a passkey button (sign-in, your account); links to those pages load them
  * whole (`hx-boost="false"`), as a boosted swap would not run a new head.
  */
-function head(base: string, title: string, passkeys: boolean): Html {
+function head(base: string, title: string, passkeys: boolean, htmx = true): Html {
   return html`<meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Partner portal</title>
 <link rel="stylesheet" href="${assetUrl(base, 'portal.css')}">
-<script src="${assetUrl(base, 'htmx.min.js')}" defer></script>
+${htmx ? html`<script src="${assetUrl(base, 'htmx.min.js')}" defer></script>` : ''}
 <script src="${assetUrl(base, 'portal.js')}" defer></script>
 ${
   passkeys
@@ -76,7 +81,7 @@ export function page(frame: PageFrame): Html {
   const here = (e: Environment) => `${base}/${e}/${frame.section}`;
   return html`<!doctype html>
 <html lang="en">
-<head>${head(base, frame.title, frame.passkeys ?? false)}</head>
+<head>${head(base, frame.title, frame.passkeys ?? false, frame.htmx ?? true)}</head>
 <body class="env-${env}" hx-boost="true">
 <a class="skip-link" href="#main">Skip to content</a>
 <header class="topbar">

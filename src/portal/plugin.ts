@@ -19,6 +19,7 @@ import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { acceptsGzip, MIN_GZIP_BYTES } from '../api/content-encoding.ts';
+import type { ReadCache } from '../api/read-cache.ts';
 import type { Database } from '../db/client.ts';
 import { createPortalMembersRepo } from '../db/portal-members.ts';
 import { createDbSessionStore, type SessionStore } from '../db/portal-sessions.ts';
@@ -69,7 +70,9 @@ export interface PortalOptions {
   /** Clock of the dashboards' day windows (tests pin it). */
   now?: () => Date;
   /** The API's cached reads of products and snapshots; without them (tests), direct reads. */
-  reads?: { products: ProductsRepo; snapshots: SnapshotReads } | undefined;
+  reads?:
+    | { products: ProductsRepo; snapshots: SnapshotReads; cache: Pick<ReadCache, 'get'> }
+    | undefined;
 }
 
 declare module 'fastify' {
@@ -98,6 +101,8 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   // signed-in-cache.ts for why every sign-out and removal still takes effect at once.
   const signedIn = createSignedInCache(store, createPortalMembersRepo(opts.db).get, {
     enabled: !opts.redis && opts.db.engine === 'pglite',
+    // Well inside the inactivity limit, however short an operator sets it.
+    ttlMs: Math.min(30_000, opts.idleMs / 2),
   });
   const ctx = createPortalContext({
     db: opts.db,

@@ -7,19 +7,13 @@
  */
 import { Gauge } from 'prom-client';
 import type { Queryable } from '../db/client.ts';
+import {
+  type LastFinishedDay,
+  type QueueState,
+  readLastFinishedDays,
+  readQueueState,
+} from '../db/ops-state.ts';
 import { registry } from './metrics.ts';
-
-interface QueueRow {
-  deliveries_pending: string | number;
-  events_pending: string | number;
-  oldest_pending_age: string | number | null;
-  inbound_unlinked: string | number;
-}
-
-interface DayRow {
-  slug: string;
-  last_day: string | Date | null;
-}
 
 const SCRAPE_QUERY_TIMEOUT_MS = 2000;
 
@@ -37,28 +31,11 @@ function withTimeout<T>(p: Promise<T>): Promise<T> {
 }
 
 export function registerStateCollectors(db: Queryable): () => void {
-  let snapshot: Promise<{ queue: QueueRow; days: DayRow[] } | undefined> | undefined;
+  let snapshot: Promise<{ queue: QueueState; days: LastFinishedDay[] } | undefined> | undefined;
   // The gauges of one scrape share one read.
   const read = () => {
-    snapshot ??= withTimeout(
-      Promise.all([
-        db.query<QueueRow>(
-          `SELECT
-             (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS deliveries_pending,
-             (SELECT count(DISTINCT event_id) FROM webhook_deliveries WHERE status = 'pending') AS events_pending,
-             (SELECT extract(epoch FROM now() - min(created_at)) FROM webhook_deliveries
-               WHERE status = 'pending') AS oldest_pending_age,
-             (SELECT count(*) FROM inbound_events
-               WHERE tx_hash IS NOT NULL AND linked_event_id IS NULL) AS inbound_unlinked`,
-        ),
-        db.query<DayRow>(
-          `SELECT p.slug, max(s.date)::text AS last_day
-           FROM products p JOIN daily_snapshots s ON s.product_id = p.id AND NOT s.provisional
-           GROUP BY p.slug`,
-        ),
-      ]),
-    )
-      .then(([q, d]) => ({ queue: q.rows[0]!, days: d.rows }))
+    snapshot ??= withTimeout(Promise.all([readQueueState(db), readLastFinishedDays(db)]))
+      .then(([queue, days]) => ({ queue, days }))
       .catch(() => undefined)
       .finally(() => {
         setImmediate(() => {
@@ -69,7 +46,7 @@ export function registerStateCollectors(db: Queryable): () => void {
   };
 
   const names: string[] = [];
-  const queueGauge = (name: string, help: string, pick: (q: QueueRow) => number) => {
+  const queueGauge = (name: string, help: string, pick: (q: QueueState) => number) => {
     names.push(name);
     new Gauge({
       name,
@@ -84,22 +61,22 @@ export function registerStateCollectors(db: Queryable): () => void {
   queueGauge(
     'webhook_deliveries_pending',
     'Outbound webhook deliveries waiting for an attempt or in flight (the delivery queue depth).',
-    (q) => Number(q.deliveries_pending),
+    (q) => q.deliveriesPending,
   );
   queueGauge(
     'webhook_events_pending',
     'Events with at least one delivery still pending (the event queue depth).',
-    (q) => Number(q.events_pending),
+    (q) => q.eventsPending,
   );
   queueGauge(
     'webhook_oldest_pending_delivery_age_seconds',
     'Age of the oldest pending delivery, in seconds (0 when none is pending).',
-    (q) => Number(q.oldest_pending_age ?? 0),
+    (q) => q.oldestPendingAgeSeconds,
   );
   queueGauge(
     'inbound_events_unlinked',
     'Inbound deposit/redeem reports still waiting for the lifecycle event of their transaction.',
-    (q) => Number(q.inbound_unlinked),
+    (q) => q.inboundUnlinked,
   );
   names.push('metrics_last_finished_day_timestamp_seconds');
   new Gauge({
@@ -112,9 +89,8 @@ export function registerStateCollectors(db: Queryable): () => void {
       if (!s) return;
       this.reset();
       for (const row of s.days) {
-        if (row.last_day === null) continue;
-        const day = typeof row.last_day === 'string' ? row.last_day : row.last_day.toISOString();
-        this.set({ product: row.slug }, Date.parse(`${day.slice(0, 10)}T00:00:00Z`) / 1000);
+        if (row.day === null) continue;
+        this.set({ product: row.slug }, Date.parse(`${row.day}T00:00:00Z`) / 1000);
       }
     },
   });

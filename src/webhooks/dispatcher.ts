@@ -2,23 +2,23 @@
  * The webhook dispatcher (worker role): claims due deliveries from the queue, signs and sends each
  * with a bounded number in flight, and records the outcomes in batches. Several dispatchers (in one
  * or many processes) can share a database; the queue's claim protocol keeps them from sending the
- * same attempt twice (see delivery-queue.ts).
+ * same attempt twice (see src/db/webhook-delivery-queue.ts).
  *
  * Schedule: attempt 1 at once, attempt 2 about 60 s after the first fails, attempt 3 about 10 min
  * after the second, each delay with ±10 % jitter so a receiver's outage does not come back as one
  * burst; then `failed`.
  */
 import type { Queryable } from '../db/client.ts';
-import type { Logger } from '../logger.ts';
-import { deliveryAttempts, deliveryDuration } from '../telemetry/metrics.ts';
-import { isRetryable } from '../worker/errors.ts';
-import type { Job } from '../worker/runner.ts';
 import {
   type AttemptOutcome,
   type ClaimedDelivery,
   createDeliveryQueue,
   MAX_ATTEMPTS,
-} from './delivery-queue.ts';
+} from '../db/webhook-delivery-queue.ts';
+import type { Logger } from '../logger.ts';
+import { deliveryAttempts, deliveryDuration } from '../telemetry/metrics.ts';
+import { isRetryable } from '../worker/errors.ts';
+import type { Job } from '../worker/runner.ts';
 import type { SecretBox } from './secret-box.ts';
 import type { Sender, SendResult } from './sender.ts';
 import { type SigningSecret, signDelivery, signingSecret } from './signature.ts';

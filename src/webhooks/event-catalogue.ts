@@ -422,6 +422,14 @@ const DELIVERY_HEADERS: NonNullable<OpenAPIV3_2.PathItemObject['parameters']> = 
  */
 export type OpenApiWebhooks = NonNullable<OpenAPIV3_2.Document['webhooks']>;
 
+/** Who receives an event, said once for every type (docs/webhooks-outbound.md has the detail). */
+const DESTINATION_NOTE =
+  'Sent to each enabled destination of the partner environment that subscribes to the type (the ' +
+  'URL and types can be edited in the portal; changes apply to what is ' +
+  'sent from then on). A disabled destination, whether by the service after days of failures (5 by default) ' +
+  'or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept ' +
+  'as failed, and re-enabling it replays them.';
+
 export function openApiWebhooks(): OpenApiWebhooks {
   return Object.fromEntries(
     OUTBOUND_EVENT_TYPES.map((type) => {
@@ -430,7 +438,7 @@ export function openApiWebhooks(): OpenApiWebhooks {
         post: {
           operationId: `webhook_${type.replace(/\W/g, '_')}`,
           summary: type,
-          description: `${e.description}\n\nDedupe key: ${e.dedupeKey}.`,
+          description: `${e.description}\n\nDedupe key: ${e.dedupeKey}.\n\n${DESTINATION_NOTE}`,
           tags: ['Webhooks'],
           parameters: DELIVERY_HEADERS,
           requestBody: {

@@ -5,12 +5,13 @@
  * event committed at the same moment, each invisible to the other's transaction.
  */
 import type { Queryable } from '../db/client.ts';
+import { linkPendingInbound } from '../db/inbound-events.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 
 export function createInboundLinker(options: { db: Queryable; logger: Logger }) {
   const tick = async (): Promise<void> => {
-    await options.db.query('SELECT link_inbound_events(NULL)');
+    await linkPendingInbound(options.db);
   };
   return {
     tick,

@@ -58,6 +58,13 @@ beforeAll(async () => {
       status: 'active',
       days: 1,
     },
+    {
+      slug: 'dash-move',
+      displayName: 'USDC Move',
+      environment: 'live',
+      status: 'active',
+      days: 10,
+    },
   ]);
   await h.t.db.query(
     `UPDATE daily_snapshots SET estimated_underlying_apy = 0.052345, estimated_net_apy = 0.050251
@@ -241,6 +248,36 @@ describe('product page', () => {
     const anonymous = await h.client().get('/portal/live/products/dash-core');
     expect(anonymous.status).toBe(303);
     expect(anonymous.location).toBe('/portal/sign-in');
+  });
+});
+
+describe('cached pages', () => {
+  it('show a changed snapshot once the read model moves, as the API does', async () => {
+    const c = await h.signedIn(email('moves'), 'viewer');
+    const before = chartData((await c.get('/portal/live/products/dash-move?days=7')).body);
+    const lastDay = before.apy_history.date!.at(-1)!;
+    expect(before.apy_history.net_apy_for_user!.at(-1)).not.toBe('0.012345');
+    await h.t.db.query(
+      `UPDATE daily_snapshots SET net_apy_for_user = 0.012345
+       WHERE product_id = (SELECT id FROM products WHERE slug = 'dash-move') AND date = $1`,
+      [lastDay],
+    );
+    // The read cache polls the read model's version (1 s by default): within a few seconds.
+    await expect
+      .poll(
+        async () =>
+          chartData(
+            (await c.get('/portal/live/products/dash-move?days=7')).body,
+          ).apy_history.net_apy_for_user!.at(-1),
+        { timeout: 20_000, interval: 100 },
+      )
+      .toBe('0.012345');
+    const apy = await api<ApyRow[]>('/api/partner/products/dash-move/apy-history?days=7');
+    expect(apy[0]).toMatchObject({ date: lastDay, net_apy_for_user: '0.012345' });
+    // The product page loads whole and needs no htmx; the list does.
+    const product = await c.get('/portal/live/products/dash-move');
+    expect(product.body).not.toContain('htmx.min.js');
+    expect((await c.get('/portal/live/products')).body).toContain('htmx.min.js');
   });
 });
 

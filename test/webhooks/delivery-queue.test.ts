@@ -9,8 +9,8 @@ import type { Database } from '../../src/db/client.ts';
 import { createDatabase } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { type AttemptOutcome, createDeliveryQueue } from '../../src/db/webhook-delivery-queue.ts';
 import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
-import { type AttemptOutcome, createDeliveryQueue } from '../../src/webhooks/delivery-queue.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 

@@ -6,7 +6,7 @@
  */
 import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Database } from '../../db/client.ts';
+import { type Database, pingDatabase } from '../../db/client.ts';
 import type { Redis } from '../../redis.ts';
 import type { ChainRuntimeState } from '../dependencies.ts';
 import { ApiError } from '../errors.ts';
@@ -72,7 +72,7 @@ export const healthRoutes: FastifyPluginAsync<{
     },
     async (request) => {
       try {
-        await within(READY_TIMEOUT_MS, () => db.query('SELECT 1'));
+        await within(READY_TIMEOUT_MS, () => pingDatabase(db));
       } catch (err) {
         request.log.warn({ err }, 'readiness: database check failed');
         throw new ApiError('service_unavailable', 'The database is not reachable.');

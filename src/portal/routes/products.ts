@@ -204,25 +204,37 @@ ${anyEstimate ? html`<p class="hint" id="estimate-note"><span class="badge badge
         ]);
         const latest = latestMap.get(p.id);
         const { from, to } = trailingDays(days, now, latestFinal);
-        const [newestFirst, fees] = await Promise.all([
-          ctx.snapshots.apyHistory(p.id, from, to),
-          ctx.snapshots.feeStats(p.id, from, to),
-        ]);
-        // Oldest first, as charts read; a copy, as the read cache shares its arrays with the API.
-        const apy = newestFirst.toReversed();
-        const data = encodeChartData({
-          days,
-          from,
-          to,
-          asset: p.assetSymbol,
-          decimals: p.assetDecimals,
-          apy,
-          fees,
-        });
+        const build = async () => {
+          const [newestFirst, fees] = await Promise.all([
+            ctx.snapshots.apyHistory(p.id, from, to),
+            ctx.snapshots.feeStats(p.id, from, to),
+          ]);
+          // Oldest first, as charts read; a copy, as the read cache shares its arrays with the API.
+          const apy = newestFirst.toReversed();
+          const data = encodeChartData({
+            days,
+            from,
+            to,
+            asset: p.assetSymbol,
+            decimals: p.assetDecimals,
+            apy,
+            fees,
+          });
+          return {
+            data,
+            hasData: apy.length > 0,
+            html: chartsSection(p, latest, { data, apy, fees }),
+          };
+        };
+        // The same window, product and snapshots give the same section: cached with the API's
+        // reads, dropped at the next change of the read model.
+        const charts = ctx.cache
+          ? await ctx.cache.get(`portal-charts:${p.id}:${days}:${from}:${to}`, build)
+          : await build();
         const q = request.query as { start_date?: string; end_date?: string; error?: string };
         return sendPage(
           reply,
-          productPage(member, env, p, latest, { data, apy, fees }, now, reply.generateCsrf(), q),
+          productPage(member, env, p, latest, charts, now, reply.generateCsrf(), q),
         );
       },
     );
@@ -269,19 +281,21 @@ ${anyEstimate ? html`<p class="hint" id="estimate-note"><span class="badge badge
         .send(`${csv}\r\n`);
     });
 
-    function productPage(
-      member: Member,
-      env: Environment,
+    /**
+     * The charts of a window: their data, captions and summaries in words. Depends only on the
+     * read model (the product, its snapshots), so it is kept in the read cache per window and
+     * dropped with it at the next change.
+     */
+    function chartsSection(
       p: Product,
       latest: SnapshotView | undefined,
-      charts: { data: CompactChartData; apy: SnapshotView[]; fees: SnapshotView[] },
-      now: Date,
-      csrf: string,
-      q: { start_date?: string; end_date?: string },
-    ) {
-      const here = `${base()}/${env}/products/${p.slug}`;
+      charts: {
+        data: CompactChartData;
+        apy: readonly SnapshotView[];
+        fees: readonly SnapshotView[];
+      },
+    ): Html {
       const { data, apy, fees } = charts;
-      const apys = shownApys(latest);
       const hasData = apy.length > 0;
       const last = fees[fees.length - 1];
       const summary = <T>(values: T[], order: (x: T, y: T) => number, fmt: (v: T) => string) => {
@@ -297,31 +311,8 @@ ${anyEstimate ? html`<p class="hint" id="estimate-note"><span class="badge badge
       const amount = (v: bigint) => money(v, p.assetDecimals, p.assetSymbol);
       const total = (pick: (r: SnapshotView) => bigint | null) =>
         fees.reduce((sum, r) => sum + (pick(r) ?? 0n), 0n);
-      const body = html`<p class="lead"><code>${p.slug}</code> · ${p.assetSymbol} · partner fee ${(p.partnerFeeBps / 100).toFixed(2)} %, service fee ${(p.serviceFeeBps / 100).toFixed(2)} % of the yield</p>
-<dl class="figures">
-  <div><dt>Status</dt><dd>${STATUS_LABEL[p.status]} ${badge(healthOf(p, latest, now))}</dd></div>
-  <div><dt>Net APY</dt><dd>${apys.net}</dd></div>
-  <div><dt>Underlying APY</dt><dd>${apys.underlying}</dd></div>
-  <div><dt>TVL</dt><dd>${latest ? money(latest.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
-  <div><dt>Your fees earned to date</dt><dd>${latest ? money(latest.cumulativePartnerFeeEarned, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
-</dl>
-<p class="hint">${latest ? html`Figures of ${latest.date} (UTC), the latest daily snapshot.` : 'No daily figures yet.'}</p>
-${
-  apys.estimated
-    ? html`<p class="notice" id="estimate-note" role="note"><strong>The APYs are an estimate</strong> (the API's <code>apy_basis: "underlying_estimate"</code>): ${ESTIMATE_BASIS} (${((p.partnerFeeBps + p.serviceFeeBps) / 100).toFixed(2)} % of the yield). The product's own APYs replace them once its first full day closes; the charts start then.</p>`
-    : ''
-}
-<nav aria-label="Period" class="periods">
-  <span>Period:</span>
-  ${CHART_DAYS.map(
-    (d) =>
-      html`<a href="${here}?days=${d}" hx-boost="false" ${d === data.days ? html`aria-current="page"` : ''}>${d} days</a>`,
-  )}
-  <span class="hint">${data.from} to ${data.to}</span>
-</nav>
-${
-  hasData
-    ? html`<script type="application/json" id="chart-data">${rawJson(data)}</script>
+      return hasData
+        ? html`<script type="application/json" id="chart-data">${rawJson(data)}</script>
 <figure class="chart-figure">
   <figcaption id="apy-caption"><strong>Net and underlying APY</strong> <span class="key"><span class="swatch swatch-net" aria-hidden="true"></span>Net APY (solid)</span> <span class="key"><span class="swatch swatch-underlying" aria-hidden="true"></span>Underlying APY (dashed)</span></figcaption>
   <div class="chart" data-chart="apy" tabindex="0" role="img" aria-labelledby="apy-caption" aria-describedby="apy-summary"></div>
@@ -354,10 +345,47 @@ ${
   }</p>
 </figure>
 <p class="hint">Point at a chart, or focus it and use the arrow keys, to read each day's exact figures.</p>`
-    : latest
-      ? html`<div class="empty"><strong>No charts yet</strong>The charts start with the product’s first full day of its own: APYs need two days of the engine.</div>`
-      : html`<div class="empty"><strong>No daily figures yet</strong>The first figures appear the day after the engine is deployed; APYs need two days.</div>`
+        : latest
+          ? html`<div class="empty"><strong>No charts yet</strong>The charts start with the product’s first full day of its own: APYs need two days of the engine.</div>`
+          : html`<div class="empty"><strong>No daily figures yet</strong>The first figures appear the day after the engine is deployed; APYs need two days.</div>`;
+    }
+
+    function productPage(
+      member: Member,
+      env: Environment,
+      p: Product,
+      latest: SnapshotView | undefined,
+      charts: { data: CompactChartData; hasData: boolean; html: Html },
+      now: Date,
+      csrf: string,
+      q: { start_date?: string; end_date?: string },
+    ) {
+      const here = `${base()}/${env}/products/${p.slug}`;
+      const { data, hasData, html: chartsHtml } = charts;
+      const apys = shownApys(latest);
+      const body = html`<p class="lead"><code>${p.slug}</code> · ${p.assetSymbol} · partner fee ${(p.partnerFeeBps / 100).toFixed(2)} %, service fee ${(p.serviceFeeBps / 100).toFixed(2)} % of the yield</p>
+<dl class="figures">
+  <div><dt>Status</dt><dd>${STATUS_LABEL[p.status]} ${badge(healthOf(p, latest, now))}</dd></div>
+  <div><dt>Net APY</dt><dd>${apys.net}</dd></div>
+  <div><dt>Underlying APY</dt><dd>${apys.underlying}</dd></div>
+  <div><dt>TVL</dt><dd>${latest ? money(latest.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
+  <div><dt>Your fees earned to date</dt><dd>${latest ? money(latest.cumulativePartnerFeeEarned, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
+</dl>
+<p class="hint">${latest ? html`Figures of ${latest.date} (UTC), the latest daily snapshot.` : 'No daily figures yet.'}</p>
+${
+  apys.estimated
+    ? html`<p class="notice" id="estimate-note" role="note"><strong>The APYs are an estimate</strong> (the API's <code>apy_basis: "underlying_estimate"</code>): ${ESTIMATE_BASIS} (${((p.partnerFeeBps + p.serviceFeeBps) / 100).toFixed(2)} % of the yield). The product's own APYs replace them once its first full day closes; the charts start then.</p>`
+    : ''
 }
+<nav aria-label="Period" class="periods">
+  <span>Period:</span>
+  ${CHART_DAYS.map(
+    (d) =>
+      html`<a href="${here}?days=${d}" hx-boost="false" ${d === data.days ? html`aria-current="page"` : ''}>${d} days</a>`,
+  )}
+  <span class="hint">${data.from} to ${data.to}</span>
+</nav>
+${chartsHtml}
 <section class="panel" aria-labelledby="csv-heading">
   <h2 id="csv-heading">Download fee-stats (CSV)</h2>
   <p>The daily rows of the API's <code>fee-stats</code>, for any range: one line per day, the same columns and exact figures, for reconciliation.</p>
@@ -376,6 +404,8 @@ ${
         section: 'products',
         body,
         assets: hasData ? ['uplot.css', 'uplot.js', 'charts.js'] : [],
+        // Every link here loads whole (the period switch, the CSV form): no htmx to download.
+        htmx: false,
       });
     }
   };

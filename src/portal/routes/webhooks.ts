@@ -454,40 +454,14 @@ ${
         const env = envParam(request);
         const { member } = sessionOf(request);
         const d = await own(member, env, request.params.id);
-        const { rows } = await ctx.db.query<{
-          id: string;
-          event_id: string;
-          event_type: string;
-          payload: string;
-          status: DeliveryStatus;
-          created_at: Date;
-          replay_of: string | null;
-        }>(
-          `SELECT w.id, w.event_id, e.event_type, e.payload, w.status, w.created_at, w.replay_of
-           FROM webhook_deliveries w JOIN events e ON e.id = w.event_id
-           WHERE w.id = $1 AND w.destination_id = $2`,
-          [request.params.delivery, d.id],
-        );
-        const r = rows[0];
+        const r = await deliveries.detail(request.params.delivery, d.id);
         if (!r)
           throw new PortalError(
             404,
             'Delivery not found',
             'There is no such delivery to this destination.',
           );
-        const { rows: attempts } = await ctx.db.query<{
-          attempt: number;
-          attempted_at: Date;
-          ok: boolean;
-          status_code: number | null;
-          duration_ms: number;
-          response_body: string | null;
-          error: string | null;
-        }>(
-          `SELECT attempt, attempted_at, ok, status_code, duration_ms, response_body, error
-           FROM webhook_delivery_attempts WHERE delivery_id = $1 ORDER BY attempt`,
-          [r.id],
-        );
+        const { attempts } = r;
         const csrf = reply.generateCsrf();
         const manage = canManageWebhooks(member.role, env);
         const here = `${base()}/${env}/webhooks/${d.id}`;
@@ -504,7 +478,7 @@ ${
             member,
             env,
             section: 'webhooks',
-            body: html`<p class="lead"><code>${r.event_type}</code> to <a href="${here}">${d.url}</a> · ${STATUS_LABEL[r.status]} · created ${when(r.created_at)}${r.replay_of ? ` · replay of ${r.replay_of}` : ''}</p>
+            body: html`<p class="lead"><code>${r.eventType}</code> to <a href="${here}">${d.url}</a> · ${STATUS_LABEL[r.status]} · created ${when(r.createdAt)}${r.replayOf ? ` · replay of ${r.replayOf}` : ''}</p>
 ${manage ? html`<form method="post" action="${here}/deliveries/${r.id}/replay">${html`<input type="hidden" name="_csrf" value="${csrf}">`}<button type="submit">Replay this delivery</button></form>` : ''}
 <h2>Attempts</h2>
 ${
@@ -515,15 +489,15 @@ ${
   <thead><tr><th scope="col" class="num">#</th><th scope="col">Time</th><th scope="col">Result</th><th scope="col" class="num">Latency</th><th scope="col">Response (first 1 KiB) or error</th></tr></thead>
   <tbody>${attempts.map(
     (a) =>
-      html`<tr><td class="num">${a.attempt}</td><td>${time(a.attempted_at)}</td><td>${a.ok ? 'Delivered' : 'Failed'}${a.status_code !== null ? html`<br><span class="hint">HTTP ${a.status_code}</span>` : ''}</td><td class="num">${a.duration_ms} ms</td><td><code class="excerpt">${a.error ?? a.response_body ?? ''}</code></td></tr>`,
+      html`<tr><td class="num">${a.attempt}</td><td>${time(a.attemptedAt)}</td><td>${a.ok ? 'Delivered' : 'Failed'}${a.statusCode !== null ? html`<br><span class="hint">HTTP ${a.statusCode}</span>` : ''}</td><td class="num">${a.durationMs} ms</td><td><code class="excerpt">${a.error ?? a.responseBody ?? ''}</code></td></tr>`,
   )}</tbody>
 </table>`
 }
 <h2>Headers as sent</h2>
 <pre>content-type: application/json
-x-service-event: ${r.event_type}
-x-service-event-id: ${r.event_id}
-webhook-id: ${r.event_id}
+x-service-event: ${r.eventType}
+x-service-event-id: ${r.eventId}
+webhook-id: ${r.eventId}
 webhook-timestamp: (the attempt's time, Unix seconds)
 webhook-signature: v1,… (HMAC-SHA256 of id.timestamp.body with your signing secret)
 x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>

@@ -224,10 +224,11 @@ function decodeChartData(c) {
       return new Date(t).toISOString().slice(0, 10);
     });
   };
-  const sums = (column) => {
+  // Running sums of a column plus, row by row, its daily column (TVL has none).
+  const sums = (column, daily = []) => {
     let total = 0n;
-    return column.map((v) => {
-      total += BigInt(v);
+    return column.map((v, i) => {
+      total += BigInt(v) + BigInt(daily[i] ?? 0);
       return total;
     });
   };
@@ -252,15 +253,15 @@ function decodeChartData(c) {
     apy_history: {
       date: dates(c.apy.d0, c.apy.dd),
       underlying_apy: each(c.apy.u, fraction),
-      net_apy_for_user: each(c.apy.n, fraction),
+      net_apy_for_user: c.apy.n.map((v, i) => fraction(BigInt(c.apy.u[i]) - BigInt(v))),
       engine_total_assets: sums(c.apy.tvl).map(units),
     },
     fee_stats: {
       date: dates(c.fees.d0, c.fees.dd),
       daily_partner_fee_earned: each(c.fees.dp, units),
       daily_service_fee_earned: each(c.fees.ds, units),
-      cumulative_partner_fee_earned: sums(c.fees.cp).map(units),
-      cumulative_service_fee_earned: sums(c.fees.cs).map(units),
+      cumulative_partner_fee_earned: sums(c.fees.cp, c.fees.dp).map(units),
+      cumulative_service_fee_earned: sums(c.fees.cs, c.fees.ds).map(units),
     },
   };
 }

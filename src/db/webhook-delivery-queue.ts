@@ -14,7 +14,7 @@
  * A worker that dies between 1 and 3 leaves the row leased; when the lease ends the next attempt
  * is claimed (or, after the third, the row is failed with "outcome unknown").
  */
-import type { Queryable } from '../db/client.ts';
+import type { Queryable } from './client.ts';
 
 export const MAX_ATTEMPTS = 3;
 

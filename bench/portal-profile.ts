@@ -39,7 +39,9 @@ const timed =
     } finally {
       meter.queries++;
       meter.ms += performance.now() - t0;
-      meter.sql.push(String(a[0]).replace(/\s+/g, ' ').slice(0, 90));
+      meter.sql.push(
+        `${(performance.now() - t0).toFixed(2)} ms  ${String(a[0]).replace(/\s+/g, ' ').slice(0, 90)}`,
+      );
     }
   };
 const db: Database = {
@@ -67,6 +69,37 @@ const { destination } = await createWebhookDestinationsRepo(inner, box).add({
   environment: 'live',
   url: 'https://hooks.acme.example/yield',
 });
+// Lifecycle events (fanned out to the destination as deliveries) and inbound events, as the bench has.
+const { createEventsRepo } = await import('../src/db/events.ts');
+const { createInboundEventsRepo } = await import('../src/db/inbound-events.ts');
+const { createHash } = await import('node:crypto');
+let lifecycleId = '';
+for (let i = 0; i < 40; i++) {
+  const tx = `0x${i.toString(16).padStart(64, '0')}` as const;
+  const e = await createEventsRepo(inner).insert({
+    partnerId: partner.id,
+    environment: 'live',
+    productId: products[0]!.id,
+    eventType: 'deposit.confirmed',
+    dedupeKey: `deposit.confirmed:31337:${tx}:0`,
+    payload: { tx_hash: tx },
+    occurredAt: new Date(),
+    chain: { chainId: 31337, blockNumber: BigInt(i), blockHash: tx, txHash: tx, logIndex: 0 },
+  });
+  lifecycleId = e!.id;
+}
+for (let i = 0; i < 60; i++) {
+  const body = JSON.stringify({ n: i });
+  await createInboundEventsRepo(inner).store({
+    partnerId: partner.id,
+    environment: 'live',
+    idempotencyKey: `k-${i}`,
+    eventType: 'ping',
+    bodySha256: createHash('sha256').update(body).digest(),
+    body,
+    occurredAt: new Date(),
+  });
+}
 const app = await buildApp({
   db,
   secretBox: box,
@@ -107,6 +140,7 @@ const pages = [
   '/live/webhooks',
   `/live/webhooks/${destination.id}`,
   '/live/webhooks/inbound',
+  `/live/webhooks/events/${lifecycleId}`,
 ];
 const median = (v: number[]) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
 console.log(`portal profile (${inner.engine}), ${RUNS} sequential requests per page, medians`);

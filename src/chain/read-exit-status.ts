@@ -6,12 +6,8 @@
  * by the same `exitLiquidity()`, so what a holder is promised never reverts.
  * An engine deployed before these views existed reads as synchronous and not limited.
  */
-import {
-  type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  ContractFunctionZeroDataError,
-} from 'viem';
+import type { Address } from 'viem';
+import { isRevertOrNoData } from './call-errors.ts';
 import type { ChainClient } from './client.ts';
 import { yieldEngineAbi } from './generated/YieldEngine.ts';
 
@@ -24,16 +20,6 @@ export interface ExitStatus {
   activeAssets: bigint;
   /** A synchronous engine whose underlying lets out less than the engine holds there. */
   limited: boolean;
-}
-
-function isMissingFunction(err: unknown): boolean {
-  return (
-    err instanceof BaseError &&
-    !!err.walk(
-      (e) =>
-        e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError,
-    )
-  );
 }
 
 export async function readExitStatus(
@@ -64,7 +50,7 @@ export async function readExitStatus(
       limited: !isAsync && liquidity < activeAssets,
     };
   } catch (err) {
-    if (!isMissingFunction(err)) throw err;
+    if (!isRevertOrNoData(err)) throw err;
     return { async: false, liquidity: 0n, activeAssets: 0n, limited: false };
   }
 }

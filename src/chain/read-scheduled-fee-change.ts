@@ -3,13 +3,8 @@
  * the new fees and the time from which they may apply, or null when none is scheduled. Engines
  * deployed before the schedule existed have no such views: they read as null too.
  */
-import {
-  type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  ContractFunctionZeroDataError,
-  parseAbi,
-} from 'viem';
+import { type Address, parseAbi } from 'viem';
+import { isRevertOrNoData } from './call-errors.ts';
 import type { ChainClient } from './client.ts';
 
 const scheduleAbi = parseAbi([
@@ -23,17 +18,6 @@ export interface ScheduledFeeChange {
   partnerFeeBps: number;
   /** Unix seconds from which the change may apply. */
   effectiveAt: bigint;
-}
-
-/** The engine has no such view (a revert without data, or no return data at all). */
-function missingView(err: unknown): boolean {
-  if (!(err instanceof BaseError)) return false;
-  return Boolean(
-    err.walk(
-      (e) =>
-        e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError,
-    ),
-  );
 }
 
 export async function readScheduledFeeChange(
@@ -65,7 +49,7 @@ export async function readScheduledFeeChange(
     ]);
     return { serviceFeeBps, partnerFeeBps, effectiveAt };
   } catch (err) {
-    if (missingView(err)) return null;
+    if (isRevertOrNoData(err)) return null;
     throw err;
   }
 }

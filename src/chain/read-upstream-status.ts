@@ -9,13 +9,8 @@
  *   (paused, full, or closed), whatever switch it has.
  * Any other failure (RPC down, timeout) is thrown, never read as "not paused".
  */
-import {
-  type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  ContractFunctionZeroDataError,
-  parseAbi,
-} from 'viem';
+import { type Address, parseAbi } from 'viem';
+import { isRevertOrNoData } from './call-errors.ts';
 import type { ChainClient } from './client.ts';
 
 const upstreamAbi = parseAbi([
@@ -31,17 +26,6 @@ export interface UpstreamStatus {
   ok: boolean;
 }
 
-/** Whether a failed call means "the contract has no such function" rather than "the RPC failed". */
-function isMissingFunction(err: unknown): boolean {
-  return (
-    err instanceof BaseError &&
-    !!err.walk(
-      (e) =>
-        e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError,
-    )
-  );
-}
-
 export async function readUpstreamStatus(
   client: ChainClient,
   params: { vault: Address; engine: Address; blockNumber?: bigint },
@@ -51,7 +35,7 @@ export async function readUpstreamStatus(
     client
       .readContract({ address, abi: upstreamAbi, functionName: 'paused', blockNumber })
       .catch((err: unknown) => {
-        if (isMissingFunction(err)) return false;
+        if (isRevertOrNoData(err)) return false;
         throw err;
       }),
     client.readContract({

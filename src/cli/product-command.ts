@@ -7,9 +7,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type Address, getAddress, isAddress } from 'viem';
 import type { ChainSettings } from '../chain/chains.ts';
-import { type ChainClient, createChainClient } from '../chain/client.ts';
-import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
-import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { feesError, slugError } from '../db/product-rules.ts';
@@ -20,16 +17,15 @@ import {
   type RiskLabel,
   type VaultKind,
 } from '../db/products.ts';
-import { configuredChains, localChainSettings } from '../sync/chain-runtime.ts';
+import { configuredChains } from '../sync/chain-runtime.ts';
 import {
   deprecateProduct,
-  InvalidMoveError,
-  type OperatorContext,
   type OperatorOutcome,
   pauseProduct,
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
 import { integerInRange, partnerNamed } from './arguments.ts';
+import { runOperatorCall } from './operator.ts';
 import { registerProductFeeCommands } from './product-fees-command.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 
@@ -175,81 +171,16 @@ function configuredChainsOrFail(config: Config): ChainSettings[] {
   }
 }
 
-async function rpcAnswers(url: string): Promise<boolean> {
-  return fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
-    signal: AbortSignal.timeout(1_000),
-  }).then(
-    (r) => r.ok,
-    () => false,
-  );
-}
-
-/**
- * Chains for an operator call. The local chain is reached where the service runs it; when it is
- * not running (the embedded database requires the service to be stopped), the saved chain is
- * loaded for the command and saved again on exit.
- */
-function operatorChains(config: Config): OperatorContext['chainFor'] & { stop(): Promise<void> } {
-  let started: LocalChain | undefined;
-  const resolved = new Map<number, { chain: ChainSettings; client: ChainClient }>();
-  const chainFor = async (chainId: number) => {
-    const hit = resolved.get(chainId);
-    if (hit) return hit;
-    const { chains, local } = configuredChains(config);
-    let chain = chains.find((c) => c.chainId === chainId);
-    if (!chain) throw new CommandError(`chain ${chainId} is not configured`, 'unknown_chain');
-    if (!config.CHAINS_FILE) {
-      if (!local) {
-        throw new CommandError(
-          'the local chain was never built: start the service once (npm start)',
-          'no_chain',
-        );
-      }
-      if (!(await rpcAnswers(local.rpcUrl))) {
-        started = await ensureLocalChain({
-          dataDir: config.DATA_DIR,
-          seed: local.seed,
-          days: local.days,
-          port: 0,
-        });
-        chain = localChainSettings(started.anvil.rpcUrl, local.chainId);
-      }
-    }
-    const entry = { chain, client: createChainClient(chain) };
-    resolved.set(chainId, entry);
-    return entry;
-  };
-  return Object.assign(chainFor, { stop: async () => started?.stop() });
-}
-
 async function operatorMove(
   ctx: CommandContext,
   verb: 'pause' | 'resume' | 'deprecate',
   slugArg: string,
   opts: { json: boolean },
 ): Promise<void> {
-  const config = ctx.config();
-  const chainFor = operatorChains(config);
-  let outcome: OperatorOutcome;
-  try {
-    outcome = await ctx.withDatabase(config, async (db) => {
-      const operator: OperatorContext = { db, chainFor };
-      const move = { pause: pauseProduct, resume: resumeProduct, deprecate: deprecateProduct }[
-        verb
-      ];
-      return move(operator, slugArg);
-    });
-  } catch (err) {
-    if (err instanceof InvalidMoveError || err instanceof OperatorError) {
-      throw new CommandError(err.message, err instanceof InvalidMoveError ? err.code : 'chain');
-    }
-    throw err;
-  } finally {
-    await chainFor.stop();
-  }
+  const move = { pause: pauseProduct, resume: resumeProduct, deprecate: deprecateProduct }[verb];
+  const outcome: OperatorOutcome = await runOperatorCall(ctx, (operator) =>
+    move(operator, slugArg),
+  );
   if (opts.json) {
     ctx.printJson({
       slug: outcome.slug,
@@ -370,7 +301,7 @@ export function registerProductCommand(program: Command, ctx: CommandContext): v
       .action((slugArg: string, opts: { json: boolean }) => operatorMove(ctx, verb, slugArg, opts));
   }
 
-  registerProductFeeCommands(product, ctx, operatorChains);
+  registerProductFeeCommands(product, ctx);
 
   product
     .command('release <slug>')

@@ -6,8 +6,6 @@
  * engine's fees in force at confirmation depth (the worker's status follower).
  */
 import type { Command } from 'commander';
-import { OperatorError } from '../chain/send-engine-call.ts';
-import type { Config } from '../config.ts';
 import {
   applyProductFeeChange,
   cancelProductFeeChange,
@@ -16,9 +14,10 @@ import {
   type ProductFees,
   showProductFees,
 } from '../sync/lifecycle/fee-commands.ts';
-import { InvalidMoveError, type OperatorContext } from '../sync/lifecycle/operator-commands.ts';
+import type { OperatorContext } from '../sync/lifecycle/operator-commands.ts';
 import { integerInRange } from './arguments.ts';
-import { type CommandContext, CommandError } from './shared.ts';
+import { runOperatorCall } from './operator.ts';
+import type { CommandContext } from './shared.ts';
 
 const bps = integerInRange(0, 5000);
 
@@ -67,43 +66,23 @@ function feesText(f: ProductFees | FeeMoveOutcome): string {
   return lines.join('\n');
 }
 
-/** The chains of an operator call (product-command.ts's operatorChains). */
-type OperatorChains = (config: Config) => OperatorContext['chainFor'] & { stop(): Promise<void> };
-
 async function run(
   ctx: CommandContext,
-  operatorChains: OperatorChains,
   move: (operator: OperatorContext) => Promise<ProductFees | FeeMoveOutcome>,
   opts: { json: boolean },
 ): Promise<void> {
-  const config = ctx.config();
-  const chainFor = operatorChains(config);
-  let out: ProductFees | FeeMoveOutcome;
-  try {
-    out = await ctx.withDatabase(config, (db) => move({ db, chainFor }));
-  } catch (err) {
-    if (err instanceof InvalidMoveError || err instanceof OperatorError) {
-      throw new CommandError(err.message, err instanceof InvalidMoveError ? err.code : 'chain');
-    }
-    throw err;
-  } finally {
-    await chainFor.stop();
-  }
+  const out = await runOperatorCall(ctx, move);
   if (opts.json) ctx.printJson(feesJson(out));
   else ctx.print(feesText(out));
 }
 
-export function registerProductFeeCommands(
-  product: Command,
-  ctx: CommandContext,
-  chains: OperatorChains,
-): void {
+export function registerProductFeeCommands(product: Command, ctx: CommandContext): void {
   product
     .command('fees <slug>')
     .description("show a product's fees: in force on its engine, shown by the API, scheduled")
     .option('--json', 'print JSON', false)
     .action((slug: string, opts: { json: boolean }) =>
-      run(ctx, chains, (operator) => showProductFees(operator, slug), opts),
+      run(ctx, (operator) => showProductFees(operator, slug), opts),
     );
 
   product
@@ -117,7 +96,6 @@ export function registerProductFeeCommands(
     .action((slug: string, opts: { serviceFeeBps: number; partnerFeeBps: number; json: boolean }) =>
       run(
         ctx,
-        chains,
         (operator) =>
           changeProductFees(operator, slug, {
             serviceFeeBps: opts.serviceFeeBps,
@@ -132,7 +110,7 @@ export function registerProductFeeCommands(
     .description('apply a scheduled fee increase once its notice period has passed')
     .option('--json', 'print JSON', false)
     .action((slug: string, opts: { json: boolean }) =>
-      run(ctx, chains, (operator) => applyProductFeeChange(operator, slug), opts),
+      run(ctx, (operator) => applyProductFeeChange(operator, slug), opts),
     );
 
   product
@@ -140,6 +118,6 @@ export function registerProductFeeCommands(
     .description('cancel a scheduled fee increase')
     .option('--json', 'print JSON', false)
     .action((slug: string, opts: { json: boolean }) =>
-      run(ctx, chains, (operator) => cancelProductFeeChange(operator, slug), opts),
+      run(ctx, (operator) => cancelProductFeeChange(operator, slug), opts),
     );
 }

@@ -179,8 +179,12 @@ export function createInboundEventsRepo(
     },
 
     async recent(partnerId, environment, limit) {
+      // Without the body (up to 64 KB each): the list shows what the columns say.
       const { rows } = await db.query<Row>(
-        `SELECT * FROM inbound_events WHERE partner_id = $1 AND environment = $2
+        `SELECT id, partner_id, environment, idempotency_key, event_type, ''::bytea AS body_sha256,
+                '' AS body, occurred_at, product_id, chain_id, tx_hash, linked_event_id, linked_at,
+                received_at, duplicate_count, last_duplicate_at, conflict_count, last_conflict_at
+         FROM inbound_events WHERE partner_id = $1 AND environment = $2
          ORDER BY id DESC LIMIT $3`,
         [partnerId, environment, limit],
       );
@@ -217,7 +221,7 @@ export interface InboundEventsRepo {
   store(e: NewInboundEvent): Promise<StoreResult>;
   find(partnerId: string, idempotencyKey: string): Promise<InboundEvent | undefined>;
   findById(id: number): Promise<InboundEvent | undefined>;
-  /** The newest `limit` events of a partner's environment, newest first. */
+  /** The newest `limit` events of a partner's environment, newest first, without their bodies. */
   recent(partnerId: string, environment: Environment, limit: number): Promise<InboundEvent[]>;
   /** The events linked to a lifecycle event (the transaction they announced). */
   linkedTo(eventId: string): Promise<InboundEvent[]>;

@@ -101,6 +101,8 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   // signed-in-cache.ts for why every sign-out and removal still takes effect at once.
   const signedIn = createSignedInCache(store, createPortalMembersRepo(opts.db).get, {
     enabled: !opts.redis && opts.db.engine === 'pglite',
+    // Well inside the inactivity limit, however short an operator sets it.
+    ttlMs: Math.min(30_000, opts.idleMs / 2),
   });
   const ctx = createPortalContext({
     db: opts.db,

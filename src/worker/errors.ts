@@ -7,8 +7,6 @@
  * Driver and RPC errors are classified in one place, isRetryable(), so no module decides it alone.
  */
 import {
-  ContractFunctionRevertedError,
-  ContractFunctionZeroDataError,
   HttpRequestError,
   InternalRpcError,
   LimitExceededRpcError,
@@ -17,6 +15,7 @@ import {
   TimeoutError,
   BaseError as ViemError,
 } from 'viem';
+import { isRevertOrNoData } from '../chain/call-errors.ts';
 
 /** The base of the service's own errors: each says whether trying again can help. */
 export class ServiceError extends Error {
@@ -80,14 +79,7 @@ const LOST_CONNECTION =
 
 function classifyViem(err: ViemError): boolean | undefined {
   // A contract that reverts will revert again at the same state: not a transient failure.
-  if (
-    err.walk(
-      (e) =>
-        e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError,
-    )
-  ) {
-    return false;
-  }
+  if (isRevertOrNoData(err)) return false;
   const transient = err.walk(
     (e) =>
       e instanceof TimeoutError ||

@@ -146,7 +146,10 @@ ${
         const [announced, sent, product] = await Promise.all([
           inboundEvents.linkedTo(e.id),
           deliveries.list({ eventId: e.id, limit: 100 }),
-          e.productId ? ctx.products.getById(e.productId) : Promise.resolve(undefined),
+          // From the cached list of the environment's products (no query on a warm cache).
+          ctx.products
+            .listForPartner(member.partnerId, env)
+            .then((list) => list.find((p) => p.id === e.productId)),
         ]);
         let payload = e.payload;
         try {

@@ -2,20 +2,34 @@
  * The package as a partner installs it: built (ESM + CommonJS with declarations), packed with
  * `npm pack`, unpacked into a consumer project, then imported and required by Node, and type-checked
  * by TypeScript from both module systems. The built code verifies a webhook, signs an inbound body and
- * calls a real local HTTP server through fetch. Deno and Bun run it too when they are installed.
+ * calls a real local HTTP server through fetch. Then the same built ES module, in Node, Deno, Bun
+ * and Chromium, against the real service: see the last two suites.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../../src/api/app.ts';
+import { createApiKeysRepo } from '../../../src/db/api-keys.ts';
+import { createInboundEventsRepo } from '../../../src/db/inbound-events.ts';
+import { createInboundSecretsRepo } from '../../../src/db/inbound-secrets.ts';
+import { createPartnersRepo } from '../../../src/db/partners.ts';
+import { createProductsRepo } from '../../../src/db/products.ts';
+import { createSecretBox } from '../../../src/webhooks/secret-box.ts';
+import { signDelivery, signingSecret, signPayload } from '../../../src/webhooks/signature.ts';
+import { freshDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
+import { captureLogger } from '../../../test/helpers/logs.ts';
+import { findRuntime } from './runtimes/binaries.ts';
 
 const pkgDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const repoModules = path.join(pkgDir, '..', '..', 'node_modules');
+const execFileAsync = promisify(execFile);
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const has = (bin: string) => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 
 let consumer: string;
 let buildOutput: string;
@@ -188,17 +202,183 @@ const bad: ApiErrorCode = 'no_such_code';
     expect(result.stdout + result.stderr).toBe('');
     expect(result.status).toBe(0);
   });
+});
 
-  it.skipIf(!has('deno'))('runs in Deno', () => {
-    const out = execFileSync('deno', ['run', '--allow-net', '--allow-read', 'esm.mjs'], {
-      cwd: consumer,
-      encoding: 'utf8',
-    });
-    expect(JSON.parse(out)).toEqual(expected);
+/**
+ * The real service for the runtime suites: the app on a loopback port (PGlite, no chain: these
+ * calls need none), one partner with a live key, an inbound secret and one product.
+ */
+const ADDR = '0x0000000000000000000000000000000000000001' as const;
+let service: {
+  app: Awaited<ReturnType<typeof buildApp>>;
+  t: TestDatabase;
+  url: string;
+  apiKey: string;
+  inboundSecret: string;
+  partnerId: string;
+};
+
+async function startService(): Promise<typeof service> {
+  const t = await freshDatabase('pglite');
+  const partnerId = (await createPartnersRepo(t.db).create('Acme')).id;
+  const apiKey = (await createApiKeysRepo(t.db).create(partnerId, 'live')).key;
+  const box = createSecretBox(randomBytes(32));
+  const inboundSecret = (await createInboundSecretsRepo(t.db, box).set(partnerId, 'live')).secret;
+  await createProductsRepo(t.db).create({
+    displayName: 'Acme USDC',
+    riskLabel: 'low',
+    chainId: 31337,
+    vaultKind: 'sync',
+    engineName: 'E',
+    engineSymbol: 'E',
+    underlyingVaultAddress: ADDR,
+    assetAddress: ADDR,
+    assetSymbol: 'USDC',
+    assetDecimals: 6,
+    serviceFeeBps: 100,
+    partnerFeeBps: 100,
+    serviceFeeRecipient: ADDR,
+    partnerFeeRecipient: ADDR,
+    partnerId,
+    environment: 'live',
+    slug: 'acme-live',
+    deployed: {
+      engineAddress: `0x${'11'.padStart(40, '0')}`,
+      shareDecimals: 12,
+      block: 1n,
+      at: new Date(),
+      status: 'active',
+    },
+  });
+  const app = await buildApp({ db: t.db, logger: captureLogger().logger, secretBox: box });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, t, url, apiKey, inboundSecret, partnerId };
+}
+
+/** A fresh input of exercise.mjs: a delivery signed now by the service's signer, a new key. */
+function exerciseInput(baseUrl: string) {
+  const previous = `whsec_${randomBytes(24).toString('base64')}`;
+  const current = `whsec_${randomBytes(24).toString('base64')}`;
+  const id = `evt_${randomUUID()}`;
+  const seconds = Math.floor(Date.now() / 1000);
+  const body = JSON.stringify({ product_slug: 'acme-live', amount: '1000000', shares: '999' });
+  // A rotation's grace period: both secrets sign; the receiver still holds the previous one.
+  const signature = signDelivery(
+    [signingSecret(current), signingSecret(previous)],
+    id,
+    seconds,
+    body,
+  );
+  return {
+    baseUrl,
+    apiKey: service.apiKey,
+    inboundSecret: service.inboundSecret,
+    idempotencyKey: randomUUID(),
+    webhook: {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(seconds),
+        'webhook-signature': signature.webhookSignature!,
+        'x-service-event': 'deposit.confirmed',
+        'x-service-signature': signature.serviceSignature,
+      },
+      secrets: [previous],
+    },
+    inboundBody: JSON.stringify({ occurred_at: new Date().toISOString(), data: { n: id } }),
+  };
+}
+type ExerciseInput = ReturnType<typeof exerciseInput>;
+
+/** What exercise.mjs must have seen, checked against the service and its signer. */
+async function expectExercised(result: Record<string, unknown>, input: ExerciseInput) {
+  const notFound = await service.app.inject({
+    url: '/api/partner/products/no-such-product',
+    headers: { 'x-api-key': service.apiKey },
+  });
+  expect(notFound.statusCode).toBe(404);
+  expect(result).toMatchObject({
+    event: {
+      type: 'deposit.confirmed',
+      known: true,
+      id: input.webhook.headers['webhook-id'],
+      data: JSON.parse(input.webhook.body),
+    },
+    tamperedError: 'webhook_signature_mismatch',
+    inboundSignature: signPayload(input.inboundSecret, input.inboundBody),
+    health: 'ok',
+    products: ['acme-live'],
+    notFound: { status: 404, code: notFound.json().code, hasRequestId: true },
+    ack: { success: true, event_id: expect.any(Number), duplicate: false },
+  });
+  // The inbound event the runtime sent is stored, under its key, for this partner.
+  const stored = await createInboundEventsRepo(service.t.db).findById(
+    (result.ack as { event_id: number }).event_id,
+  );
+  expect(stored).toMatchObject({
+    partnerId: service.partnerId,
+    environment: 'live',
+    idempotencyKey: input.idempotencyKey,
+    eventType: 'ping',
+  });
+  expect(JSON.parse(stored!.body).data).toEqual({ from: 'runtime-suite' });
+}
+
+/** Runs run.mjs in the consumer project; asynchronous, so this process's service can answer. */
+async function runEntry(command: string, args: string[], input: ExerciseInput) {
+  const { stdout } = await execFileAsync(command, [...args, 'run.mjs', JSON.stringify(input)], {
+    cwd: consumer,
+    encoding: 'utf8',
+    timeout: 150_000,
+    env: {
+      ...process.env,
+      NO_COLOR: '1',
+      DENO_DIR: path.join(consumer, '.deno'),
+      DENO_NO_UPDATE_CHECK: '1',
+      DO_NOT_TRACK: '1',
+    },
+  });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+describe('the built ES module in Node, Deno and Bun, against the real service', () => {
+  beforeAll(async () => {
+    for (const file of ['exercise.mjs', 'run.mjs']) {
+      copyFileSync(path.join(pkgDir, 'test', 'runtimes', file), path.join(consumer, file));
+    }
+    service = await startService();
+  }, 120_000);
+  afterAll(async () => {
+    await service?.app.close();
+    await service?.t.drop();
   });
 
-  it.skipIf(!has('bun'))('runs in Bun', () => {
-    const out = execFileSync('bun', ['esm.mjs'], { cwd: consumer, encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual(expected);
+  it('Node', { timeout: 180_000 }, async () => {
+    const input = exerciseInput(service.url);
+    const result = await runEntry(process.execPath, [], input);
+    expect(result.runtime).toBe(`node ${process.versions.node}`);
+    await expectExercised(result, input);
+  });
+
+  it('Deno', { timeout: 180_000 }, async () => {
+    const deno = findRuntime('deno');
+    const input = exerciseInput(service.url);
+    // Only the loopback network and the consumer project: the package needs nothing else.
+    const result = await runEntry(
+      deno.binary,
+      ['run', '--no-lock', '--no-prompt', '--allow-net=127.0.0.1', `--allow-read=${consumer}`],
+      input,
+    );
+    expect(result.runtime).toMatch(/^deno \d+\.\d+\.\d+/);
+    await expectExercised(result, input);
+  });
+
+  it('Bun', { timeout: 180_000 }, async () => {
+    const bun = findRuntime('bun');
+    const input = exerciseInput(service.url);
+    const result = await runEntry(bun.binary, [], input);
+    expect(result.runtime).toBe(`bun ${bun.version}`);
+    await expectExercised(result, input);
   });
 });

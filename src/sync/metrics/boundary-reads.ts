@@ -35,21 +35,43 @@ export function createBoundaryReader(client: ChainClient): BoundaryReader {
   }
 
   return {
-    async read({ engine, underlyingVault, blockNumber, times }) {
-      const [timestamp, engineFigures, pending, vaultTotals] = await Promise.all([
-        times.timestamp(blockNumber),
-        readEngineFigures(client, { engine, blockNumber }),
-        readPendingFees(client, { engine, blockNumber }),
-        readUnderlying(underlyingVault, blockNumber),
-      ]);
-      return {
+    read: ({ engine, underlyingVault, blockNumber, times }) =>
+      readBoundaryState(client, {
+        engine,
         blockNumber,
-        blockTimestamp: new Date(timestamp * 1000),
-        ...engineFigures,
-        ...pending,
-        underlyingAssets: vaultTotals.totalAssets,
-        underlyingSupply: vaultTotals.totalSupply,
-      };
-    },
+        blockTimestamp: times.timestamp(blockNumber).then((t) => new Date(t * 1000)),
+        underlyingTotals: readUnderlying(underlyingVault, blockNumber),
+      }),
+  };
+}
+
+/**
+ * The engine's figures and pending fees at `blockNumber`, with the block's time and the underlying
+ * vault's totals the caller reads (or has cached), as one BoundaryReads. The daily rows and the
+ * provisional deployment-day row (provisional.ts) read the same state this way.
+ */
+export async function readBoundaryState(
+  client: ChainClient,
+  params: {
+    engine: `0x${string}`;
+    blockNumber: bigint;
+    blockTimestamp: Date | Promise<Date>;
+    underlyingTotals: Promise<VaultTotals>;
+  },
+): Promise<BoundaryReads> {
+  const { engine, blockNumber } = params;
+  const [blockTimestamp, engineFigures, pending, vaultTotals] = await Promise.all([
+    params.blockTimestamp,
+    readEngineFigures(client, { engine, blockNumber }),
+    readPendingFees(client, { engine, blockNumber }),
+    params.underlyingTotals,
+  ]);
+  return {
+    blockNumber,
+    blockTimestamp,
+    ...engineFigures,
+    ...pending,
+    underlyingAssets: vaultTotals.totalAssets,
+    underlyingSupply: vaultTotals.totalSupply,
   };
 }

@@ -35,6 +35,22 @@ export interface DayFlows {
   withdrawals: bigint;
 }
 
+/** The columns of a day's row that are the chain's state at its boundary block, as read. */
+export function boundaryState(reads: BoundaryReads) {
+  return {
+    blockNumber: reads.blockNumber,
+    blockTimestamp: reads.blockTimestamp,
+    engineTotalAssets: reads.engineAssets,
+    engineTotalSupply: reads.engineSupply + reads.engineFeeShares,
+    underlyingTotalAssets: reads.underlyingAssets,
+    underlyingTotalSupply: reads.underlyingSupply,
+    serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
+    partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
+    serviceFeePending: reads.servicePendingAssets,
+    partnerFeePending: reads.partnerPendingAssets,
+  } satisfies Partial<Snapshot>;
+}
+
 /**
  * The snapshot of `date`. `prev` is the row of the previous day, or null on the engine's first day.
  *
@@ -74,16 +90,7 @@ export function computeSnapshot(
   return {
     productId,
     date,
-    blockNumber: reads.blockNumber,
-    blockTimestamp: reads.blockTimestamp,
-    engineTotalAssets: reads.engineAssets,
-    engineTotalSupply,
-    underlyingTotalAssets: reads.underlyingAssets,
-    underlyingTotalSupply: reads.underlyingSupply,
-    serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
-    partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
-    serviceFeePending: reads.servicePendingAssets,
-    partnerFeePending: reads.partnerPendingAssets,
+    ...boundaryState(reads),
     depositsAssets: flows.deposits,
     withdrawalsAssets: flows.withdrawals,
     underlyingApy: apy(

@@ -18,12 +18,11 @@
  *   closes, and never treats it as covering its day or as a previous day.
  */
 import type { ChainClient } from '../../chain/client.ts';
-import { readEngineFigures } from '../../chain/read-engine-figures.ts';
-import { readPendingFees } from '../../chain/read-pending-fees.ts';
 import { readVaultTotals } from '../../chain/read-vault-totals.ts';
 import type { Snapshot } from '../../db/snapshots.ts';
 import { addDays } from '../day-boundary.ts';
-import type { BoundaryReads } from './compute.ts';
+import { readBoundaryState } from './boundary-reads.ts';
+import { type BoundaryReads, boundaryState } from './compute.ts';
 import { type ApyEstimate, readUnderlyingEstimate } from './underlying-estimate.ts';
 
 /** The provisional row of `date` from the reads at the deployment block. Pure. */
@@ -36,16 +35,7 @@ export function provisionalSnapshot(
   return {
     productId,
     date,
-    blockNumber: reads.blockNumber,
-    blockTimestamp: reads.blockTimestamp,
-    engineTotalAssets: reads.engineAssets,
-    engineTotalSupply: reads.engineSupply + reads.engineFeeShares,
-    underlyingTotalAssets: reads.underlyingAssets,
-    underlyingTotalSupply: reads.underlyingSupply,
-    serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
-    partnerFeeAssetsTotal: reads.partnerFeeAssetsTotal,
-    serviceFeePending: reads.servicePendingAssets,
-    partnerFeePending: reads.partnerPendingAssets,
+    ...boundaryState(reads),
     depositsAssets: 0n,
     withdrawalsAssets: 0n,
     underlyingApy: null,
@@ -74,10 +64,13 @@ export async function readProvisionalSnapshot(
 ): Promise<Snapshot> {
   const { engine, underlyingVault: vault, blockNumber } = args;
   const date = args.blockTimestamp.toISOString().slice(0, 10);
-  const [engineFigures, pending, vaultTotals, estimate] = await Promise.all([
-    readEngineFigures(client, { engine, blockNumber }),
-    readPendingFees(client, { engine, blockNumber }),
-    readVaultTotals(client, { vault, blockNumber }),
+  const [reads, estimate] = await Promise.all([
+    readBoundaryState(client, {
+      engine,
+      blockNumber,
+      blockTimestamp: args.blockTimestamp,
+      underlyingTotals: readVaultTotals(client, { vault, blockNumber }),
+    }),
     readUnderlyingEstimate(client, {
       vault,
       day: addDays(date, -1),
@@ -85,17 +78,5 @@ export async function readProvisionalSnapshot(
       hi: blockNumber,
     }),
   ]);
-  return provisionalSnapshot(
-    args.productId,
-    date,
-    {
-      blockNumber,
-      blockTimestamp: args.blockTimestamp,
-      ...engineFigures,
-      ...pending,
-      underlyingAssets: vaultTotals.totalAssets,
-      underlyingSupply: vaultTotals.totalSupply,
-    },
-    estimate,
-  );
+  return provisionalSnapshot(args.productId, date, reads, estimate);
 }

@@ -5,9 +5,22 @@
  * Every call of `freshDatabase` gives an isolated, migrated database: PostgreSQL gets a new database
  * created on the server; PGlite gets a copy of a migrated template directory (initdb costs seconds,
  * a copy a fraction of one). Call the returned `drop()` in afterAll/afterEach.
+ *
+ * PGlite directories live in memory (tmpfs, /dev/shm) where there is one: a data directory is ~40 MB
+ * in ~1,100 files, and on this disk copying and removing it cost 1–3 s per test under load against
+ * ~0.2 s on tmpfs. `scratchRoot()` says where; TEST_SCRATCH_DIR overrides it.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -15,6 +28,34 @@ import { createDatabase, type Database } from '../../src/db/client.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 
 export type EngineName = 'pglite' | 'postgres';
+
+let root: string | undefined;
+
+/**
+ * The parent directory for test data directories: TEST_SCRATCH_DIR if set, else /dev/shm when it is
+ * a writable directory (Linux), else the OS temporary directory. Only speed depends on the choice.
+ */
+export function scratchRoot(): string {
+  if (root) return root;
+  const candidates = [process.env.TEST_SCRATCH_DIR, '/dev/shm'].filter((d): d is string => !!d);
+  root = tmpdir();
+  for (const dir of candidates) {
+    try {
+      if (!statSync(dir).isDirectory()) continue;
+      accessSync(dir, constants.W_OK);
+      root = dir;
+      break;
+    } catch {
+      // not usable here: try the next one
+    }
+  }
+  return root;
+}
+
+/** A new empty directory under `scratchRoot()` (remove it when done). */
+export function scratchDir(prefix: string): string {
+  return mkdtempSync(path.join(scratchRoot(), prefix));
+}
 
 export function postgresAdminUrl(): string | undefined {
   return process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
@@ -82,7 +123,7 @@ async function pgliteTemplate(migrated: boolean): Promise<string> {
         .digest('hex')
         .slice(0, 32)
     : 'empty';
-  const dir = path.join(tmpdir(), `pys-pglite-template-${key}`);
+  const dir = path.join(scratchRoot(), `pys-pglite-template-${key}`);
   if (existsSync(dir)) return dir;
   // Build beside the final path and rename, so a concurrent test process never sees half a template.
   const building = `${dir}.${process.pid}.${randomBytes(4).toString('hex')}`;
@@ -99,7 +140,7 @@ async function pgliteTemplate(migrated: boolean): Promise<string> {
 
 async function freshPglite(migrated: boolean): Promise<TestDatabase> {
   const template = await pgliteTemplate(migrated);
-  const dir = mkdtempSync(path.join(tmpdir(), 'pys-pglite-'));
+  const dir = scratchDir('pys-pglite-');
   cpSync(template, dir, { recursive: true });
   const db = await createDatabase({ engine: 'pglite', dataDir: dir });
   return {

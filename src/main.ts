@@ -12,23 +12,18 @@ import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import { loadEmbedAssets } from './embed/assets.ts';
-import { provisionDemoEmbeds } from './embed/demo.ts';
 import { embedPublicUrl } from './embed/public-url.ts';
 import type { Logger } from './logger.ts';
-import { refreshDemoPortalAccess } from './portal/demo.ts';
 import { mailerFromConfig } from './portal/mailer.ts';
 import { portalPublicUrl } from './portal/public-url.ts';
 import { createRedis, type Redis } from './redis.ts';
-import { type ChainRuntime, startChainRuntime } from './sync/chain-runtime.ts';
-import { provisionDemo } from './sync/demo.ts';
-import { writeDemoCredentials } from './sync/demo-credentials.ts';
+import type { ChainRuntime } from './sync/chain-runtime.ts';
 import { registerStateCollectors } from './telemetry/collectors.ts';
 import { type MetricsServer, startMetricsServer } from './telemetry/server.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
 import { maintenanceSettings } from './webhooks/maintenance.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
-import { buildWorkerJobs } from './worker/jobs.ts';
-import { createWorker, type Worker } from './worker/runner.ts';
+import type { Worker } from './worker/runner.ts';
 
 export interface RunningService {
   /** Base URL of the HTTP server when the api role runs. */
@@ -49,6 +44,32 @@ export interface ServiceChains {
   chains: ChainSettings[];
   /** RPC URL of the embedded local chain, when no CHAINS_FILE is set. */
   localRpcUrl?: string;
+}
+
+/**
+ * What runs after the HTTP server listens — the chain runtime (anvil, the local chain's build), the
+ * demo's provisioning and the worker's jobs — loaded on first use, not with this module: under load
+ * loading them through tsx took seconds that liveness would otherwise wait for (#13). They load
+ * while storage opens.
+ */
+function loadBackgroundModules() {
+  return Promise.all([
+    import('./sync/chain-runtime.ts'),
+    import('./sync/demo.ts'),
+    import('./sync/demo-credentials.ts'),
+    import('./embed/demo.ts'),
+    import('./portal/demo.ts'),
+    import('./worker/jobs.ts'),
+    import('./worker/runner.ts'),
+  ]).then(([chainRuntime, demo, demoCredentials, embedDemo, portalDemo, jobs, runner]) => ({
+    startChainRuntime: chainRuntime.startChainRuntime,
+    provisionDemo: demo.provisionDemo,
+    writeDemoCredentials: demoCredentials.writeDemoCredentials,
+    provisionDemoEmbeds: embedDemo.provisionDemoEmbeds,
+    refreshDemoPortalAccess: portalDemo.refreshDemoPortalAccess,
+    buildWorkerJobs: jobs.buildWorkerJobs,
+    createWorker: runner.createWorker,
+  }));
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
@@ -113,6 +134,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       url = `http://${host}:${port}`;
     }
 
+    // Loaded while storage opens (a failure surfaces through `ready`, never unhandled).
+    const background = loadBackgroundModules();
+    background.catch(() => {});
+
     await opening;
 
     // Chains after storage, in the background: building a fresh local chain takes seconds and
@@ -120,6 +145,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let runtime: ChainRuntime | undefined;
     let stopRequested = false;
     const ready = (async (): Promise<ServiceChains> => {
+      const {
+        startChainRuntime,
+        provisionDemo,
+        writeDemoCredentials,
+        provisionDemoEmbeds,
+        refreshDemoPortalAccess,
+        buildWorkerJobs,
+        createWorker,
+      } = await background;
       runtime = await startChainRuntime(config, logger);
       const started = runtime;
       provideChains(

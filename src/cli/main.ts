@@ -4,18 +4,29 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.ts';
-import { migrate } from '../db/migrate.ts';
-import { openDatabase } from '../db/open.ts';
 import { createLogger } from '../logger.ts';
-import { startService } from '../main.ts';
-import { registerChainCommand } from './chain-command.ts';
-import { registerEmbedCommand } from './embed-command.ts';
-import { registerKeyCommand } from './key-command.ts';
-import { registerPartnerCommand } from './partner-command.ts';
-import { registerPortalCommand } from './portal-command.ts';
-import { registerProductCommand } from './product-command.ts';
 import { type CliIo, type CommandContext, commandContext, processIo } from './shared.ts';
-import { registerWebhookCommand } from './webhook-command.ts';
+
+/**
+ * Each command group's module, loaded only when one of its commands runs (all of them for help or
+ * an unknown command): through tsx, loading every group — viem, the chain and lifecycle modules,
+ * the service itself — took 3–4 s per invocation on an idle machine and 10–30 s under load, before
+ * `start` could listen or a one-shot command could begin (#13). Listed in the order help shows them.
+ */
+const COMMAND_GROUPS: Record<string, (program: Command, ctx: CommandContext) => Promise<void>> = {
+  chain: async (program) => (await import('./chain-command.ts')).registerChainCommand(program),
+  partner: async (program, ctx) =>
+    (await import('./partner-command.ts')).registerPartnerCommand(program, ctx),
+  product: async (program, ctx) =>
+    (await import('./product-command.ts')).registerProductCommand(program, ctx),
+  key: async (program, ctx) => (await import('./key-command.ts')).registerKeyCommand(program, ctx),
+  webhook: async (program, ctx) =>
+    (await import('./webhook-command.ts')).registerWebhookCommand(program, ctx),
+  portal: async (program, ctx) =>
+    (await import('./portal-command.ts')).registerPortalCommand(program, ctx),
+  embed: async (program, ctx) =>
+    (await import('./embed-command.ts')).registerEmbedCommand(program, ctx),
+};
 
 /** The service in the foreground: this process's signals and exit code are its own. */
 async function runStart(ctx: CommandContext): Promise<void> {
@@ -26,6 +37,7 @@ async function runStart(ctx: CommandContext): Promise<void> {
   process.stdout.on('error', () => {});
   process.stderr.on('error', () => {});
   const logger = createLogger(config.LOG_LEVEL);
+  const { startService } = await import('../main.ts');
   const service = await startService(config, logger);
   let shuttingDown = false;
   const shutdown = (reason: NodeJS.Signals | 'chain failure' | 'parent disconnected') => {
@@ -89,6 +101,10 @@ async function runStart(ctx: CommandContext): Promise<void> {
 
 async function runMigrate(ctx: CommandContext): Promise<void> {
   const config = ctx.config();
+  const [{ openDatabase }, { migrate }] = await Promise.all([
+    import('../db/open.ts'),
+    import('../db/migrate.ts'),
+  ]);
   const db = await openDatabase(config);
   try {
     const applied = await migrate(db);
@@ -103,11 +119,16 @@ async function runMigrate(ctx: CommandContext): Promise<void> {
 }
 
 /**
- * The commander program of every command, writing to `io`. Commander's own refusals (an unknown
- * option, an invalid argument) are written to io.stderr and thrown as CommanderError, never a
- * process.exit: `runCli` turns them into the exit code.
+ * The commander program for one command line, writing to `io`: `start`, `migrate` and the command
+ * group `args` names (every group when it names none, or one that does not exist, so help and
+ * commander's suggestions list them all). Commander's own refusals (an unknown option, an invalid
+ * argument) are written to io.stderr and thrown as CommanderError, never a process.exit: `runCli`
+ * turns them into the exit code.
  */
-export function buildCli(io: CliIo = processIo()): Command {
+export async function buildCli(
+  io: CliIo = processIo(),
+  args: readonly string[] = [],
+): Promise<Command> {
   const ctx = commandContext(io);
   // Set before the subcommands exist: commander copies these settings into each one it creates.
   const program = new Command('yield-service')
@@ -126,13 +147,11 @@ export function buildCli(io: CliIo = processIo()): Command {
     .command('migrate')
     .description('apply pending database migrations')
     .action(() => runMigrate(ctx));
-  registerChainCommand(program);
-  registerPartnerCommand(program, ctx);
-  registerProductCommand(program, ctx);
-  registerKeyCommand(program, ctx);
-  registerWebhookCommand(program, ctx);
-  registerPortalCommand(program, ctx);
-  registerEmbedCommand(program, ctx);
+  const first = args[0];
+  if (first === 'start' || first === 'migrate') return program;
+  const named = first !== undefined ? COMMAND_GROUPS[first] : undefined;
+  if (named && Object.hasOwn(COMMAND_GROUPS, first as string)) await named(program, ctx);
+  else for (const register of Object.values(COMMAND_GROUPS)) await register(program, ctx);
   return program;
 }
 
@@ -143,7 +162,7 @@ export function buildCli(io: CliIo = processIo()): Command {
  */
 export async function runCli(args: readonly string[], io: CliIo = processIo()): Promise<number> {
   try {
-    await buildCli(io).parseAsync([...args], { from: 'user' });
+    await (await buildCli(io, args)).parseAsync([...args], { from: 'user' });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode; // commander wrote its message

@@ -6,8 +6,6 @@
  */
 import { type Config, loadConfig } from '../config.ts';
 import type { Database } from '../db/client.ts';
-import { migrate } from '../db/migrate.ts';
-import { openDatabase } from '../db/open.ts';
 
 /** An operator mistake or refusal: printed as one line by `runCli`, exit code 1. */
 export class CommandError extends Error {
@@ -56,6 +54,11 @@ export function commandContext(io: CliIo): CommandContext {
       if (io.database) return fn(io.database);
       // On the embedded database this takes its lock: refused (one line, exit 1) while the service
       // or another command has it open (db/pglite-lock.ts).
+      // Loaded here, not with this module: help and refused arguments need no database driver.
+      const [{ openDatabase }, { migrate }] = await Promise.all([
+        import('../db/open.ts'),
+        import('../db/migrate.ts'),
+      ]);
       const db = await openDatabase(config);
       try {
         await migrate(db);

@@ -15,7 +15,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -35,6 +35,14 @@ const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;
 // Live keys allow 1,000 requests a minute each: enough keys that the whole run stays under budget.
 const KEYS = 3000;
+/** BENCH_METRICS=1: on/off rounds per endpoint (their medians are compared). */
+const METRICS_ROUNDS = Number(process.env.BENCH_METRICS_ROUNDS ?? 3);
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
 
 function start(
   args: string[],
@@ -306,15 +314,25 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       try {
         for (const s of scenarios.filter((x) => x.url === base)) {
           if (only && !only.some((o) => s.name.includes(o))) continue;
-          // Interleaved, alternating which goes first, so both see the same machine.
+          // Interleaved rounds, alternating which goes first, so both see the same machine; the
+          // median of each side, so one disturbed run does not decide the figure.
           const runOn = () => run({ ...s, url: metricsBase, pid: withMetrics.child.pid! }, keys);
-          const first = metricsCompare.length % 2 === 0;
-          const off = first ? await run(s, keys) : undefined;
-          const on = await runOn();
-          const offRun = off ?? (await run(s, keys));
-          metricsCompare.push({ name: s.name, off: offRun.rps, on: on.rps });
+          const offs: number[] = [];
+          const ons: number[] = [];
+          for (let round = 0; round < METRICS_ROUNDS; round++) {
+            if (round % 2 === 0) {
+              offs.push((await run(s, keys)).rps);
+              ons.push((await runOn()).rps);
+            } else {
+              ons.push((await runOn()).rps);
+              offs.push((await run(s, keys)).rps);
+            }
+          }
+          const off = median(offs);
+          const on = median(ons);
+          metricsCompare.push({ name: s.name, off, on });
           console.log(
-            `  ${s.name.padEnd(28)} off ${Math.round(offRun.rps)} req/s, on ${Math.round(on.rps)} req/s: ${(((offRun.rps - on.rps) / offRun.rps) * 100).toFixed(1)} % cost`,
+            `  ${s.name.padEnd(28)} off ${Math.round(off)} req/s, on ${Math.round(on)} req/s (medians of ${METRICS_ROUNDS}): ${(((off - on) / off) * 100).toFixed(1)} % cost`,
           );
         }
       } finally {
@@ -323,7 +341,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       const offSum = metricsCompare.reduce((a, r) => a + r.off, 0);
       const onSum = metricsCompare.reduce((a, r) => a + r.on, 0);
       console.log(
-        `  all endpoints: ${(((offSum - onSum) / offSum) * 100).toFixed(1)} % throughput cost of metrics (target < 5 %), ${scrapes} scrapes`,
+        `  all endpoints: ${(((offSum - onSum) / offSum) * 100).toFixed(1)} % throughput cost of metrics (target < 5 %), ${scrapes} scrapes; load average ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}`,
       );
     }
     console.log(

@@ -1,6 +1,6 @@
 /**
  * Live chain reads for the position and health endpoints. Every read of one request is pinned to one
- * block (so shares and assets agree), bounded by a timeout (a slow RPC answers 503
+ * block (so shares and assets agree), bounded in time (a slow RPC answers 503
  * chain_rpc_unavailable, never a hung request or a 500), batched into JSON-RPC batches by the
  * transport, and cached for a few seconds (the spec suggests clients cache position 30 s and
  * health 60 s; a short server cache absorbs bursts without serving stale state for long).
@@ -22,6 +22,10 @@ export interface ChainReaderOptions {
   clients: ReadonlyMap<number, ChainClient>;
   /** Chain ids whose addresses are not EVM addresses (position answers chain_not_supported). */
   nonEvmChains?: ReadonlySet<number>;
+  /**
+   * The bound on a request that reads the chain, counted from the request's arrival: its reads get
+   * what is left of it after the request's own work and a headroom for the reply. Default 2000.
+   */
   timeoutMs?: number;
   cacheMs?: number;
   /** How long one observed head block is reused before asking the node again. */
@@ -64,8 +68,36 @@ class TtlCache<T> {
   }
 }
 
+/**
+ * Left of the bound for what follows a failed read: the error envelope, its access-log line and the
+ * write to the socket (well under a millisecond on an idle machine; this covers a loaded one).
+ */
+const REPLY_HEADROOM_MS = 150;
+
+/** Settles as `promise` does, or rejects with chain_rpc_unavailable after `ms`. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ApiError('chain_rpc_unavailable')), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function createChainReader(options: ChainReaderOptions) {
   const timeoutMs = options.timeoutMs ?? 2000;
+  /**
+   * What a request that has been running `elapsedMs` may still wait for the chain. A read shared
+   * through the cache was started by the first of several requests; each waits only its own share,
+   * so a request that arrived later (or spent longer on its own lookups) still answers in time.
+   */
+  const waitFor = <T>(read: Promise<T>, elapsedMs: number) =>
+    within(read, Math.max(0, timeoutMs - REPLY_HEADROOM_MS - elapsedMs));
   const positions = new TtlCache<PositionReading>(options.cacheMs ?? 5000);
   const healths = new TtlCache<HealthReading>(options.cacheMs ?? 5000);
   const heads = new TtlCache<bigint>(options.headMs ?? 1000);
@@ -77,7 +109,10 @@ export function createChainReader(options: ChainReaderOptions) {
     return client;
   };
 
-  /** Runs fn within the timeout; any failure of the RPC becomes 503 chain_rpc_unavailable. */
+  /**
+   * Runs one read within the whole bound (a read shared through the cache ends even if the request
+   * that started it has gone); any failure of the RPC becomes 503 chain_rpc_unavailable.
+   */
   async function bounded<T>(chainId: number, fn: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const started = performance.now();
@@ -115,9 +150,10 @@ export function createChainReader(options: ChainReaderOptions) {
       return !options.nonEvmChains?.has(chainId);
     },
 
-    readPosition(product: Product, wallet: `0x${string}`): Promise<PositionReading> {
+    /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
+    readPosition(product: Product, wallet: `0x${string}`, elapsedMs = 0): Promise<PositionReading> {
       const engine = product.engineAddress!;
-      return positions.get(`${product.chainId}:${engine}:${wallet}`, () =>
+      const read = positions.get(`${product.chainId}:${engine}:${wallet}`, () =>
         bounded(product.chainId, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
@@ -129,11 +165,13 @@ export function createChainReader(options: ChainReaderOptions) {
           return { shares, assets, blockNumber };
         }),
       );
+      return waitFor(read, elapsedMs);
     },
 
-    readHealth(product: Product): Promise<HealthReading> {
+    /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
+    readHealth(product: Product, elapsedMs = 0): Promise<HealthReading> {
       const engine = product.engineAddress!;
-      return healths.get(`${product.chainId}:${engine}`, () =>
+      const read = healths.get(`${product.chainId}:${engine}`, () =>
         bounded(product.chainId, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
@@ -157,6 +195,7 @@ export function createChainReader(options: ChainReaderOptions) {
           };
         }),
       );
+      return waitFor(read, elapsedMs);
     },
   };
 }

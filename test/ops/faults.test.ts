@@ -347,7 +347,16 @@ describe.runIf(enabled)('faults of a running system (PostgreSQL, Redis, RPC, wor
         { headers: { 'x-api-key': liveKey } },
       );
       const body = (await res.json()) as { code?: string };
-      return { status: res.status, code: body.code, ms: Date.now() - started };
+      return { status: res.status, code: body.code, ms: Date.now() - started, address };
+    };
+    /** The API's own response time for the position request of `address` with `status`. */
+    const accessLogMs = (address: string, status: number): number | undefined => {
+      for (const line of api.stdout().split('\n')) {
+        if (!line.includes(address) || !line.includes('"responseTimeMs"')) continue;
+        const entry = JSON.parse(line) as { statusCode?: number; responseTimeMs?: number };
+        if (entry.statusCode === status) return entry.responseTimeMs;
+      }
+      return undefined;
     };
     expect((await position()).status).toBe(200);
 
@@ -359,8 +368,13 @@ describe.runIf(enabled)('faults of a running system (PostgreSQL, Redis, RPC, wor
       for (let i = 0; i < 2; i++) {
         const r = await position();
         expect(r).toMatchObject({ status: 503, code: 'chain_rpc_unavailable' });
-        expect(r.ms).toBeLessThan(2_000 + 1_500); // the 2 s bound plus a loaded machine's slack
-        timings.push(r.ms);
+        // The bound is the server's: from the request's arrival to its answer, as its access log
+        // records it (Fastify's elapsed time). The client's own clock also counts this test
+        // process's scheduling on a loaded CI machine, so it only gets a sanity bound.
+        const served = await waitFor(() => accessLogMs(r.address, 503), 5_000, 'access log line');
+        expect(served).toBeLessThan(2_000);
+        expect(r.ms).toBeLessThan(2_000 + 1_500);
+        timings.push(served);
       }
     }
     await rpcProxy.setMode('up');
@@ -369,7 +383,9 @@ describe.runIf(enabled)('faults of a running system (PostgreSQL, Redis, RPC, wor
     expect(stored).toEqual(txHashes);
     expect(new Set(stored).size).toBe(stored.length);
     expect((await position()).status).toBe(200);
-    console.log(`[faults] rpc outage: 503 in ${timings.join(', ')} ms; events=${stored.length}`);
+    console.log(
+      `[faults] rpc outage: 503 served in ${timings.join(', ')} ms (server time); events=${stored.length}`,
+    );
   }, 60_000);
 
   it('Redis down: the API keeps serving (fail-open); budgets count again once it is back', async () => {

@@ -12,7 +12,7 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } f
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const dist = path.join(root, 'dist');
@@ -47,7 +47,7 @@ cpSync(path.join(dist, 'esm'), path.join(dist, 'cjs'), {
 });
 writeFileSync(path.join(dist, 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
 
-/** Minified + gzipped bytes of an entry point bundled for a browser, viem left out. */
+/** Minified, then gzipped and brotli-compressed bytes of an entry point bundled for a browser, viem left out. */
 export async function sizeOf(entry) {
   const esbuild = await import('esbuild');
   const out = await esbuild.build({
@@ -61,7 +61,13 @@ export async function sizeOf(entry) {
     logLevel: 'silent',
   });
   const code = out.outputFiles[0].contents;
-  return { minified: code.length, gzipped: gzipSync(code, { level: 9 }).length };
+  return {
+    minified: code.length,
+    gzipped: gzipSync(code, { level: 9 }).length,
+    brotli: brotliCompressSync(code, {
+      params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY },
+    }).length,
+  };
 }
 
 const kb = (n) => `${(n / 1024).toFixed(2)} KB`;
@@ -71,8 +77,12 @@ for (const [name, entry] of [
 ]) {
   try {
     const s = await sizeOf(entry);
-    console.log(`size ${name}: ${kb(s.minified)} minified, ${kb(s.gzipped)} minified+gzipped`);
+    console.log(
+      `size ${name}: ${kb(s.minified)} minified, ${kb(s.gzipped)} minified+gzipped, ${kb(s.brotli)} minified+brotli`,
+    );
   } catch (err) {
     if (err?.code !== 'ENOENT' && !/Could not resolve/.test(String(err?.message))) throw err;
+    // The build itself is done; say why this size is missing rather than print nothing.
+    console.log(`size ${name}: not measured (${String(err.message).split('\n')[0]})`);
   }
 }

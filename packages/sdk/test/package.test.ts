@@ -7,12 +7,24 @@
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/api/app.ts';
 import { createApiKeysRepo } from '../../../src/db/api-keys.ts';
@@ -24,6 +36,7 @@ import { createSecretBox } from '../../../src/webhooks/secret-box.ts';
 import { signDelivery, signingSecret, signPayload } from '../../../src/webhooks/signature.ts';
 import { freshDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
 import { captureLogger } from '../../../test/helpers/logs.ts';
+import { chromiumMissing, launchChromium } from '../../../test/portal/browser.ts';
 import { findRuntime } from './runtimes/binaries.ts';
 
 const pkgDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -342,7 +355,7 @@ async function runEntry(command: string, args: string[], input: ExerciseInput) {
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 
-describe('the built ES module in Node, Deno and Bun, against the real service', () => {
+describe('the built ES module against the real service', () => {
   beforeAll(async () => {
     for (const file of ['exercise.mjs', 'run.mjs']) {
       copyFileSync(path.join(pkgDir, 'test', 'runtimes', file), path.join(consumer, file));
@@ -354,31 +367,156 @@ describe('the built ES module in Node, Deno and Bun, against the real service', 
     await service?.t.drop();
   });
 
-  it('Node', { timeout: 180_000 }, async () => {
-    const input = exerciseInput(service.url);
-    const result = await runEntry(process.execPath, [], input);
-    expect(result.runtime).toBe(`node ${process.versions.node}`);
-    await expectExercised(result, input);
+  describe('in Node, Deno and Bun', () => {
+    it('Node', { timeout: 180_000 }, async () => {
+      const input = exerciseInput(service.url);
+      const result = await runEntry(process.execPath, [], input);
+      expect(result.runtime).toBe(`node ${process.versions.node}`);
+      await expectExercised(result, input);
+    });
+
+    it('Deno', { timeout: 180_000 }, async () => {
+      const deno = findRuntime('deno');
+      const input = exerciseInput(service.url);
+      // Only the loopback network and the consumer project: the package needs nothing else.
+      const result = await runEntry(
+        deno.binary,
+        ['run', '--no-lock', '--no-prompt', '--allow-net=127.0.0.1', `--allow-read=${consumer}`],
+        input,
+      );
+      expect(result.runtime).toMatch(/^deno \d+\.\d+\.\d+/);
+      await expectExercised(result, input);
+    });
+
+    it('Bun', { timeout: 180_000 }, async () => {
+      const bun = findRuntime('bun');
+      const input = exerciseInput(service.url);
+      const result = await runEntry(bun.binary, [], input);
+      expect(result.runtime).toBe(`bun ${bun.version}`);
+      await expectExercised(result, input);
+    });
   });
 
-  it('Deno', { timeout: 180_000 }, async () => {
-    const deno = findRuntime('deno');
-    const input = exerciseInput(service.url);
-    // Only the loopback network and the consumer project: the package needs nothing else.
-    const result = await runEntry(
-      deno.binary,
-      ['run', '--no-lock', '--no-prompt', '--allow-net=127.0.0.1', `--allow-read=${consumer}`],
-      input,
+  /**
+   * Chromium loads the package's ES modules (dist/esm, as installed) from a page on one loopback
+   * origin and calls the service on another. The service sends no CORS headers, on purpose: its
+   * API key is a server-side secret (docs: never ship it to a browser), so a direct call is refused
+   * by the browser; the SDK's calls go through a test proxy that adds CORS headers in front of the
+   * real service, the way a partner's own backend would front it.
+   */
+  describe('in Chromium', () => {
+    const missing = chromiumMissing();
+    let browser: Browser;
+    let pages: Server;
+    let proxy: Server;
+    let pageOrigin: string;
+    let proxyUrl: string;
+    const served: string[] = [];
+    const proxied: string[] = [];
+
+    const listen = async (server: Server) => {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    };
+
+    beforeAll(async () => {
+      if (missing) return;
+      const dist = path.join(consumer, 'node_modules', '@partner-yield', 'sdk', 'dist', 'esm');
+      pages = createServer((req, res) => {
+        const { pathname } = new URL(req.url ?? '/', 'http://page');
+        served.push(pathname);
+        if (pathname === '/') {
+          res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+          res.end('<!doctype html><html lang="en"><title>SDK</title></html>');
+          return;
+        }
+        let file: string | undefined;
+        if (pathname === '/exercise.mjs') file = path.join(consumer, 'exercise.mjs');
+        if (pathname.startsWith('/sdk/')) {
+          const f = path.resolve(dist, `.${pathname.slice('/sdk'.length)}`);
+          if (f.startsWith(dist + path.sep) && f.endsWith('.js') && existsSync(f)) file = f;
+        }
+        if (!file) {
+          res.writeHead(404).end();
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' });
+        res.end(readFileSync(file));
+      });
+      proxy = createServer((req, res) => {
+        proxied.push(`${req.method} ${req.url}`);
+        const cors = { 'access-control-allow-origin': pageOrigin, vary: 'origin' };
+        if (req.method === 'OPTIONS') {
+          res.writeHead(204, {
+            ...cors,
+            'access-control-allow-methods': 'GET, POST',
+            'access-control-allow-headers': req.headers['access-control-request-headers'] ?? '',
+          });
+          res.end();
+          return;
+        }
+        const target = new URL(req.url ?? '/', service.url);
+        const upstream = httpRequest(
+          target,
+          { method: req.method, headers: { ...req.headers, host: target.host } },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, {
+              ...answer.headers,
+              ...cors,
+              'access-control-expose-headers': 'x-request-id, retry-after',
+            });
+            answer.pipe(res);
+          },
+        );
+        upstream.on('error', () => res.writeHead(502).end());
+        req.pipe(upstream);
+      });
+      pageOrigin = await listen(pages);
+      proxyUrl = await listen(proxy);
+      browser = await launchChromium();
+    }, 120_000);
+    afterAll(async () => {
+      await browser?.close();
+      await new Promise((resolve) => (pages ? pages.close(resolve) : resolve(undefined)));
+      await new Promise((resolve) => (proxy ? proxy.close(resolve) : resolve(undefined)));
+    });
+
+    it.skipIf(missing)(
+      'verifies and signs with Web Crypto and calls the service through a CORS proxy; a direct call is refused',
+      { timeout: 180_000 },
+      async () => {
+        const page = await browser.newPage();
+        const errors: string[] = [];
+        page.on('pageerror', (e) => errors.push(e.message));
+        await page.goto(`${pageOrigin}/`, { timeout: 60_000 });
+        const input = exerciseInput(proxyUrl);
+        // A string, evaluated in the page: the test program has no DOM types.
+        const result = (await page.evaluate(`(async () => {
+          const sdk = await import('/sdk/index.js');
+          const { exercise } = await import('/exercise.mjs');
+          const input = ${JSON.stringify(input)};
+          const direct = await new sdk.PartnerYieldClient({
+            baseUrl: ${JSON.stringify(service.url)}, apiKey: input.apiKey, retry: { maxAttempts: 1 },
+          }).listProducts().then(
+            () => 'answered',
+            (e) => (e instanceof sdk.ConnectionError ? e.code : String(e)),
+          );
+          return { secureContext: isSecureContext, direct, ...(await exercise(sdk, input)) };
+        })()`)) as Record<string, unknown>;
+        await page.close();
+        expect(errors).toEqual([]);
+        expect(result.secureContext).toBe(true);
+        // The service answers no cross-origin call: the browser refuses it.
+        expect(result.direct).toBe('connection_failed');
+        await expectExercised(result, input);
+        // The built modules were what ran, and the keyed calls were preflighted through the proxy.
+        expect(served).toContain('/sdk/index.js');
+        expect(served).toContain('/sdk/webhooks.js');
+        expect(proxied).toContain('OPTIONS /api/partner/products');
+        expect(proxied).toContain('GET /api/partner/products');
+        expect(proxied).toContain('POST /api/partner/webhooks/inbound');
+        process.stdout.write(`SDK browser run: Chromium ${browser.version()}\n`);
+      },
     );
-    expect(result.runtime).toMatch(/^deno \d+\.\d+\.\d+/);
-    await expectExercised(result, input);
-  });
-
-  it('Bun', { timeout: 180_000 }, async () => {
-    const bun = findRuntime('bun');
-    const input = exerciseInput(service.url);
-    const result = await runEntry(bun.binary, [], input);
-    expect(result.runtime).toBe(`bun ${bun.version}`);
-    await expectExercised(result, input);
   });
 });

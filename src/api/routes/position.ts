@@ -64,7 +64,11 @@ export function positionRoute(deps: {
             'The product chain does not use EVM addresses.',
           );
         }
-        const { shares, assets } = await deps.chain.readPosition(product, wallet);
+        const { shares, assets } = await deps.chain.readPosition(
+          product,
+          wallet,
+          reply.elapsedTime,
+        );
         reply.header('cache-control', 'private, max-age=30');
         return {
           success: true as const,

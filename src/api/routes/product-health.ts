@@ -43,7 +43,7 @@ export function productHealthRoute(deps: {
       },
       async (request, reply) => {
         const product = await productOf(request, deps.products);
-        const h = await deps.chain.readHealth(product);
+        const h = await deps.chain.readHealth(product, reply.elapsedTime);
         const notes = [
           product.status === 'deprecated' ? 'Deprecated: withdrawals only; hide deposits.' : '',
           h.isPaused ? 'Engine paused: deposits are off; withdrawals work.' : '',

@@ -378,10 +378,18 @@ describe('the built ES module against the real service', () => {
     it('Deno', { timeout: 180_000 }, async () => {
       const deno = findRuntime('deno');
       const input = exerciseInput(service.url);
-      // Only the loopback network and the consumer project: the package needs nothing else.
+      // Only the loopback network and the consumer project, nothing fetched (--cached-only): the
+      // package resolves from node_modules and needs nothing else.
       const result = await runEntry(
         deno.binary,
-        ['run', '--no-lock', '--no-prompt', '--allow-net=127.0.0.1', `--allow-read=${consumer}`],
+        [
+          'run',
+          '--cached-only',
+          '--no-lock',
+          '--no-prompt',
+          '--allow-net=127.0.0.1',
+          `--allow-read=${consumer}`,
+        ],
         input,
       );
       expect(result.runtime).toMatch(/^deno \d+\.\d+\.\d+/);
@@ -391,7 +399,8 @@ describe('the built ES module against the real service', () => {
     it('Bun', { timeout: 180_000 }, async () => {
       const bun = findRuntime('bun');
       const input = exerciseInput(service.url);
-      const result = await runEntry(bun.binary, [], input);
+      // --no-install: the package resolves from node_modules, never auto-installed from a registry.
+      const result = await runEntry(bun.binary, ['--no-install'], input);
       expect(result.runtime).toBe(`bun ${bun.version}`);
       await expectExercised(result, input);
     });

@@ -191,7 +191,8 @@ describe('the service process', { timeout: 240_000 }, () => {
   });
 
   it('exits 1 with one line when the chains cannot be started', async () => {
-    const dir = tempDir();
+    // Chains start after storage: a migrated database spares the first run's initdb (seconds).
+    const dir = await seededDir();
     const p = spawnCli(['start'], {
       DATA_DIR: dir,
       PORT: '0',

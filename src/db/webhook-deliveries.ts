@@ -105,6 +105,26 @@ interface DestinationRow {
   disabled_at: Date | null;
 }
 
+/** The destination's row (locked as asked, in a transaction); an unknown id is refused. */
+async function destinationRow(
+  q: Queryable,
+  id: string,
+  lock: '' | 'FOR SHARE' | 'FOR UPDATE',
+): Promise<DestinationRow> {
+  const { rows } = await q.query<DestinationRow>(
+    `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
+     FROM webhook_destinations WHERE id = $1 ${lock}`,
+    [id],
+  );
+  const d = rows[0];
+  if (!d)
+    throw new WebhookReplayError(`no webhook destination with id ${id}`, 'destination_not_found');
+  return d;
+}
+
+const removedError = (id: string) =>
+  new WebhookReplayError(`destination ${id} was removed`, 'destination_removed');
+
 const disabledError = (id: string) =>
   new WebhookReplayError(
     `destination ${id} is disabled: re-enable it first (that replays what failed meanwhile)`,
@@ -150,24 +170,8 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
       now: Date = new Date(),
     ): Promise<{ eventId: string; delivery: WebhookDelivery }> {
       return inTransaction(async (tx) => {
-        const { rows: found } = await tx.query<DestinationRow>(
-          `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
-           FROM webhook_destinations WHERE id = $1 FOR SHARE`,
-          [destinationId],
-        );
-        const d = found[0];
-        if (!d) {
-          throw new WebhookReplayError(
-            `no webhook destination with id ${destinationId}`,
-            'destination_not_found',
-          );
-        }
-        if (d.removed_at) {
-          throw new WebhookReplayError(
-            `destination ${destinationId} was removed`,
-            'destination_removed',
-          );
-        }
+        const d = await destinationRow(tx, destinationId, 'FOR SHARE');
+        if (d.removed_at) throw removedError(destinationId);
         const eventId = newId('evt');
         const payload = outboundPayload('ping', {
           destination_id: destinationId,
@@ -247,30 +251,14 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         }
       }
       if (destinationId !== undefined) {
-        const { rows } = await db.query<DestinationRow>(
-          `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
-           FROM webhook_destinations WHERE id = $1`,
-          [destinationId],
-        );
-        const d = rows[0];
-        if (!d) {
-          throw new WebhookReplayError(
-            `no webhook destination with id ${destinationId}`,
-            'destination_not_found',
-          );
-        }
+        const d = await destinationRow(db, destinationId, '');
         if (d.partner_id !== event.partner_id || d.environment !== event.environment) {
           throw new WebhookReplayError(
             `destination ${destinationId} does not belong to the partner environment of event ${eventId}`,
             'destination_mismatch',
           );
         }
-        if (d.removed_at) {
-          throw new WebhookReplayError(
-            `destination ${destinationId} was removed`,
-            'destination_removed',
-          );
-        }
+        if (d.removed_at) throw removedError(destinationId);
         if (d.disabled_at) throw disabledError(destinationId);
         if (
           pingedDestination === null &&
@@ -301,12 +289,7 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         ),
         [eventId, destinationId ?? null, pingedDestination],
       );
-      if (destinationId !== undefined && rows.length === 0) {
-        throw new WebhookReplayError(
-          `destination ${destinationId} was removed`,
-          'destination_removed',
-        );
-      }
+      if (destinationId !== undefined && rows.length === 0) throw removedError(destinationId);
       return rows.map(toDelivery);
     },
 
@@ -322,24 +305,8 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
       since: Date,
     ): Promise<{ count: number; deliveries: WebhookDelivery[] }> {
       return inTransaction(async (tx) => {
-        const { rows: found } = await tx.query<DestinationRow>(
-          `SELECT id, partner_id, environment, event_types, removed_at, disabled_at
-           FROM webhook_destinations WHERE id = $1 FOR UPDATE`,
-          [destinationId],
-        );
-        const d = found[0];
-        if (!d) {
-          throw new WebhookReplayError(
-            `no webhook destination with id ${destinationId}`,
-            'destination_not_found',
-          );
-        }
-        if (d.removed_at) {
-          throw new WebhookReplayError(
-            `destination ${destinationId} was removed`,
-            'destination_removed',
-          );
-        }
+        const d = await destinationRow(tx, destinationId, 'FOR UPDATE');
+        if (d.removed_at) throw removedError(destinationId);
         if (d.disabled_at) throw disabledError(destinationId);
         const { rows } = await tx.query<Row>(
           withEventType(

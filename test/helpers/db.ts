@@ -6,51 +6,17 @@
  * created on the server; PGlite gets a copy of a migrated template directory (initdb costs seconds,
  * a copy a fraction of one). Call the returned `drop()` in afterAll/afterEach.
  *
- * PGlite directories live in memory (tmpfs, /dev/shm) where there is one: a data directory is ~40 MB
- * in ~1,100 files, and on this disk copying and removing it cost 1–3 s per test under load against
- * ~0.2 s on tmpfs. `scratchRoot()` says where; TEST_SCRATCH_DIR overrides it.
+ * PGlite directories live under `scratchRoot()` (tmpfs where there is one: see scratch.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  accessSync,
-  constants,
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { createDatabase, type Database } from '../../src/db/client.ts';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
+import { scratchRoot } from './scratch.ts';
 
 export type EngineName = 'pglite' | 'postgres';
-
-let root: string | undefined;
-
-/**
- * The parent directory for test data directories: TEST_SCRATCH_DIR if set, else /dev/shm when it is
- * a writable directory (Linux), else the OS temporary directory. Only speed depends on the choice.
- */
-export function scratchRoot(): string {
-  if (root) return root;
-  const candidates = [process.env.TEST_SCRATCH_DIR, '/dev/shm'].filter((d): d is string => !!d);
-  root = tmpdir();
-  for (const dir of candidates) {
-    try {
-      if (!statSync(dir).isDirectory()) continue;
-      accessSync(dir, constants.W_OK);
-      root = dir;
-      break;
-    } catch {
-      // not usable here: try the next one
-    }
-  }
-  return root;
-}
 
 /** A new empty directory under `scratchRoot()` (remove it when done). */
 export function scratchDir(prefix: string): string {

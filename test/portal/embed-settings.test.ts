@@ -66,7 +66,7 @@ describe.each(storageEngines())('the Embed page on %s', (engine) => {
     expect(res.status).toBe(200);
     expect(res.body).toContain('<a href="/portal/live/embed" aria-current="page">Embed</a>');
     const words = text(res.body);
-    expect(words).toContain(`Embed id ${live.embedId} Copy`);
+    expect(words).toContain(`Embed id ${live.embedId} Copy id`);
     expect(words).toContain('No origins yet No page can frame your live embed.');
     // The snippet: the host helper and the iframe URL of the active product (not the pending one).
     expect(words).toContain('<script src="http://localhost/embed/host.js"></script>');

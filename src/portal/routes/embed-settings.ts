@@ -85,7 +85,7 @@ export function embedSettingsRoutes(
   <h2 id="id-heading">Embed id</h2>
   <div class="secret-value">
     <code id="embed-id">${s.embedId}</code>
-    <button type="button" class="secondary" data-copy="embed-id" aria-label="Copy the embed id">Copy</button>
+    <button type="button" class="secondary" data-copy="embed-id">Copy id</button>
   </div>
   <p class="hint">Public: it names your ${env} environment and grants nothing, so it may sit in your page's source. No API key is ever needed in a browser.</p>
 </section>
@@ -118,7 +118,7 @@ ${
   <form method="post" action="${here}/origins" class="inline">
     <input type="hidden" name="_csrf" value="${csrf}">
     <div class="field"><label for="origin">Origin</label>
-      <input type="text" id="origin" name="origin" inputmode="url" autocomplete="off" spellcheck="false" required maxlength="${MAX_ORIGIN_LENGTH}" placeholder="https://wallet.example.com" value="${extra.origin ?? ''}"${invalid}></div>
+      <input type="text" id="origin" name="origin" class="origin-input" inputmode="url" autocomplete="off" spellcheck="false" required maxlength="${MAX_ORIGIN_LENGTH}" placeholder="https://wallet.example.com" value="${extra.origin ?? ''}"${invalid}></div>
     <div class="field"><button type="submit">Allow origin</button></div>
   </form>
   <p class="hint" id="origin-hint">Scheme, host and port only, such as <code>https://wallet.example.com</code> or <code>https://app.example.com:8443</code>: no path, no wildcard. <code>http://</code> only for a page on your own machine (<code>http://localhost:5173</code>). Changes reach the embed within a few seconds.</p>
@@ -128,7 +128,7 @@ ${
 <h2 id="snippet-heading">Put it on your page</h2>
 <p>Paste this where the widget should appear. The host helper creates the iframe, keeps its height to its content and passes you its events.${deployed.length > 1 ? html` Other products: ${deployed.filter((p) => p.slug !== slug).map((p, i) => html`${i ? ', ' : ''}<code>${p.slug}</code>`)}.` : ''}${deployed.length === 0 ? html` Replace <code>${SLUG_PLACEHOLDER}</code> with a product's slug once one is deployed.` : ''}</p>
 <pre aria-labelledby="snippet-heading"><code id="embed-snippet">${hostSnippet(url, s.embedId, slug)}</code></pre>
-<div class="buttons"><button type="button" class="secondary" data-copy="embed-snippet" aria-label="Copy the snippet">Copy snippet</button></div>`;
+<div class="buttons"><button type="button" class="secondary" data-copy="embed-snippet">Copy snippet</button></div>`;
       return page({
         title: 'Embed',
         base: base(),

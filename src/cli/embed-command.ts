@@ -7,6 +7,7 @@ import {
   createEmbedSettingsRepo,
   type EmbedSettings,
   normaliseOrigin,
+  TooManyOriginsError,
 } from '../db/embed-settings.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError } from './shared.ts';
@@ -53,7 +54,12 @@ async function change(
     const current = await repo.get(partner.id, opts.env);
     if (!current) throw new CommandError('this partner environment has no embed settings');
     if (!fn) return current;
-    return (await fn(repo, partner.id, opts.env))!;
+    try {
+      return (await fn(repo, partner.id, opts.env))!;
+    } catch (err) {
+      if (err instanceof TooManyOriginsError) throw new CommandError(err.message);
+      throw err;
+    }
   });
   printSettings(ctx, settings, opts.json);
 }

@@ -74,6 +74,21 @@ export function normaliseOrigin(raw: string): { origin: string } | { error: stri
   return { origin: u.origin };
 }
 
+/**
+ * Most origins one environment allows: the embed sends all of them in its CSP header on every
+ * page, and a partner's pages live on a handful of origins.
+ */
+export const MAX_ALLOWED_ORIGINS = 50;
+
+export class TooManyOriginsError extends Error {
+  override name = 'TooManyOriginsError';
+  constructor() {
+    super(
+      `an environment allows at most ${MAX_ALLOWED_ORIGINS} origins; remove one no longer used first`,
+    );
+  }
+}
+
 export function createEmbedSettingsRepo(db: Queryable) {
   return {
     async get(partnerId: string, environment: Environment): Promise<EmbedSettings | undefined> {
@@ -91,7 +106,8 @@ export function createEmbedSettingsRepo(db: Queryable) {
 
     /**
      * Adds origins (already normalised) to the list in one statement, so two changes at once do
-     * not lose each other; an origin already there stays once. Answers the row as stored.
+     * not lose each other; an origin already there stays once. Answers the row as stored; throws
+     * TooManyOriginsError (nothing changed) past MAX_ALLOWED_ORIGINS.
      */
     async addOrigins(
       partnerId: string,
@@ -101,10 +117,15 @@ export function createEmbedSettingsRepo(db: Queryable) {
       const { rows } = await db.query<{ partner_id: string }>(
         `UPDATE embed_settings SET updated_at = now(), allowed_origins = ARRAY(
            SELECT DISTINCT o FROM unnest(allowed_origins || $3::text[]) AS o ORDER BY o)
-         WHERE partner_id = $1 AND environment = $2 RETURNING partner_id`,
-        [partnerId, environment, [...origins]],
+         WHERE partner_id = $1 AND environment = $2
+           AND (SELECT count(DISTINCT o) FROM unnest(allowed_origins || $3::text[]) AS o) <= $4
+         RETURNING partner_id`,
+        [partnerId, environment, [...origins], MAX_ALLOWED_ORIGINS],
       );
-      return rows[0] ? this.get(partnerId, environment) : undefined;
+      if (rows[0]) return this.get(partnerId, environment);
+      const exists = await this.get(partnerId, environment);
+      if (exists) throw new TooManyOriginsError();
+      return undefined;
     },
 
     /** Removes origins from the list in one statement; answers the row as stored. */
@@ -122,13 +143,14 @@ export function createEmbedSettingsRepo(db: Queryable) {
       return rows[0] ? this.get(partnerId, environment) : undefined;
     },
 
-    /** Replaces the allowed origins (already normalised); answers the row as stored. */
+    /** Replaces the allowed origins (already normalised; at most MAX_ALLOWED_ORIGINS). */
     async setOrigins(
       partnerId: string,
       environment: Environment,
       origins: readonly string[],
     ): Promise<EmbedSettings | undefined> {
       const unique = [...new Set(origins)].sort();
+      if (unique.length > MAX_ALLOWED_ORIGINS) throw new TooManyOriginsError();
       const { rows } = await db.query<{ partner_id: string }>(
         `UPDATE embed_settings SET allowed_origins = $3::text[], updated_at = now()
          WHERE partner_id = $1 AND environment = $2 RETURNING partner_id`,

@@ -277,9 +277,27 @@ describe.each(storageEngines())('the Embed page on %s', (engine) => {
     ]);
   });
 
-  it('keeps an environment to 50 origins', async () => {
+  it('keeps an environment to 50 origins; changes at once do not lose each other', async () => {
     const partner = await newPartner();
     const repo = createEmbedSettingsRepo(h.t.db);
+    // Two additions and a removal at once (the CLI and the portal, two members): all kept.
+    await repo.setOrigins(partner.id, 'live', ['https://old.example']);
+    await Promise.all([
+      repo.addOrigins(partner.id, 'live', ['https://a.example']),
+      repo.addOrigins(partner.id, 'live', ['https://b.example']),
+      repo.removeOrigins(partner.id, 'live', ['https://old.example']),
+    ]);
+    expect((await repo.get(partner.id, 'live'))!.allowedOrigins).toEqual([
+      'https://a.example',
+      'https://b.example',
+    ]);
+    await expect(
+      repo.setOrigins(
+        partner.id,
+        'live',
+        Array.from({ length: 51 }, (_, i) => `https://site-${i}.example`),
+      ),
+    ).rejects.toThrow('an environment allows at most 50 origins');
     await repo.setOrigins(
       partner.id,
       'live',
@@ -293,5 +311,13 @@ describe.each(storageEngines())('the Embed page on %s', (engine) => {
     expect(res.status).toBe(400);
     expect(text(res.body)).toContain('An environment allows at most 50 origins.');
     expect((await repo.get(partner.id, 'live'))!.allowedOrigins).toHaveLength(50);
+    // The limit is the repository's: the operator's CLI meets it too (addOrigins refuses it).
+    await expect(repo.addOrigins(partner.id, 'live', ['https://cli.example'])).rejects.toThrow(
+      'an environment allows at most 50 origins',
+    );
+    // One already there is no addition.
+    expect(
+      (await repo.addOrigins(partner.id, 'live', ['https://site-0.example']))!.allowedOrigins,
+    ).toHaveLength(50);
   });
 });

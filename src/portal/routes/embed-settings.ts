@@ -9,7 +9,9 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import {
   createEmbedSettingsRepo,
   type EmbedSettings,
+  MAX_ALLOWED_ORIGINS,
   normaliseOrigin,
+  TooManyOriginsError,
 } from '../../db/embed-settings.ts';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment } from '../../db/products.ts';
@@ -20,8 +22,6 @@ import { canManageEmbed } from '../roles.ts';
 
 /** Longest origin the form takes: a host name is at most 253 characters, plus scheme and port. */
 const MAX_ORIGIN_LENGTH = 300;
-/** An environment's list stays short: the CSP header carries all of it on every embed page. */
-export const MAX_ALLOWED_ORIGINS = 50;
 
 /** Placeholder of the snippet when the environment has no deployed product yet. */
 const SLUG_PLACEHOLDER = 'your-product-slug';
@@ -202,7 +202,10 @@ ${
             }),
           );
         }
-        if (before.allowedOrigins.length >= MAX_ALLOWED_ORIGINS) {
+        try {
+          await settings.addOrigins(member.partnerId, env, [checked.origin]);
+        } catch (err) {
+          if (!(err instanceof TooManyOriginsError)) throw err;
           return again(
             reply,
             member,
@@ -211,7 +214,6 @@ ${
             `An environment allows at most ${MAX_ALLOWED_ORIGINS} origins. Remove one you no longer use first.`,
           );
         }
-        await settings.addOrigins(member.partnerId, env, [checked.origin]);
         await ctx.record(request, member, {
           action: 'embed.origin_added',
           environment: env,

@@ -135,6 +135,21 @@ const settings = {
     parse: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     default: 'info',
   },
+  // The worker's polling; the defaults are worker/jobs.ts's DEFAULT_INTERVALS (a test keeps them equal).
+  CHAIN_POLL_INTERVAL_MS: {
+    describe:
+      'How often the worker role polls each chain for product lifecycle changes and new logs (after a failure it backs off, up to 30 s).',
+    expects: 'an integer from 100 to 600000',
+    parse: integer(100, 600_000),
+    default: '2000',
+  },
+  DAILY_METRICS_INTERVAL_MS: {
+    describe:
+      "How often the worker role looks for finished days to compute the products' daily snapshots.",
+    expects: 'an integer from 1000 to 3600000',
+    parse: integer(1_000, 3_600_000),
+    default: '60000',
+  },
   SHUTDOWN_TIMEOUT_MS: {
     describe:
       'On SIGTERM/SIGINT, how long in-flight requests and jobs may take before the process exits anyway.',

@@ -203,6 +203,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           logger,
           runtime,
           webhooks: { sender, secretBox, maintenance: maintenanceSettings(config) },
+          intervals: {
+            lifecycleMs: config.CHAIN_POLL_INTERVAL_MS,
+            indexerMs: config.CHAIN_POLL_INTERVAL_MS,
+            metricsMs: config.DAILY_METRICS_INTERVAL_MS,
+          },
         });
         worker = createWorker(jobs, logger);
         worker.start();

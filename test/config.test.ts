@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, describeSettings, loadConfig } from '../src/config.ts';
+import { DEFAULT_INTERVALS } from '../src/worker/jobs.ts';
 
 describe('config', () => {
   it('has working defaults: embedded storage, both roles, port 3000', () => {
@@ -70,6 +71,14 @@ describe('config', () => {
     expect(() => loadConfig({ CONFIG_FILE: path.join(dir, 'missing.json') })).toThrow(
       /^CONFIG_FILE: cannot read/,
     );
+  });
+
+  it("defaults the worker's polling to the jobs' own intervals", () => {
+    const c = loadConfig({});
+    expect(c.CHAIN_POLL_INTERVAL_MS).toBe(DEFAULT_INTERVALS.lifecycleMs);
+    expect(c.CHAIN_POLL_INTERVAL_MS).toBe(DEFAULT_INTERVALS.indexerMs);
+    expect(c.DAILY_METRICS_INTERVAL_MS).toBe(DEFAULT_INTERVALS.metricsMs);
+    expect(() => loadConfig({ CHAIN_POLL_INTERVAL_MS: '50' })).toThrow(ConfigError);
   });
 
   it('every setting is documented in the README configuration table', () => {

@@ -1,18 +1,19 @@
 /** The service as a real process: first run, probes, graceful shutdown, bad configuration. */
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCliInProcess } from './helpers/cli.ts';
 import { freshDatabase, postgresAdminUrl } from './helpers/db.ts';
 import { deadPort } from './helpers/net.ts';
 import { spawnCli, waitFor } from './helpers/process.ts';
+import { scratchRoot } from './helpers/scratch.ts';
 
 const dirs: string[] = [];
 /** A small local chain on a free port: the default 200 days on 8545 is for `npm start`. */
 const CHAIN = { LOCAL_CHAIN_PORT: '0', LOCAL_CHAIN_DAYS: '2', DEMO: 'false' };
 const tempDir = () => {
-  const d = mkdtempSync(path.join(tmpdir(), 'pys-proc-'));
+  // Beside the test databases (helpers/scratch.ts): seededDir moves one in by a rename.
+  const d = mkdtempSync(path.join(scratchRoot(), 'pys-proc-'));
   dirs.push(d);
   return d;
 };
@@ -191,7 +192,8 @@ describe('the service process', { timeout: 240_000 }, () => {
   });
 
   it('exits 1 with one line when the chains cannot be started', async () => {
-    const dir = tempDir();
+    // Chains start after storage: a migrated database spares the first run's initdb (seconds).
+    const dir = await seededDir();
     const p = spawnCli(['start'], {
       DATA_DIR: dir,
       PORT: '0',

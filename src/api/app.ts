@@ -147,6 +147,7 @@ export async function buildApp(deps: AppDeps) {
       prefix: '/portal',
       ...deps.portal,
       reads: { products, snapshots, cache },
+      embedUrl: deps.portal.embedUrl ?? deps.embed?.publicUrl,
       secretBox: deps.secretBox,
       db: deps.db,
       logger: deps.logger,

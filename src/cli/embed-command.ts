@@ -35,7 +35,12 @@ function printSettings(ctx: CommandContext, s: EmbedSettings, json: boolean) {
   );
 }
 
-type Change = (current: readonly string[]) => string[];
+/** A change of the origin list: the repository's statement (the portal calls the same ones). */
+type Change = (
+  repo: ReturnType<typeof createEmbedSettingsRepo>,
+  partnerId: string,
+  env: Environment,
+) => Promise<EmbedSettings | undefined>;
 
 async function change(
   ctx: CommandContext,
@@ -48,7 +53,7 @@ async function change(
     const current = await repo.get(partner.id, opts.env);
     if (!current) throw new CommandError('this partner environment has no embed settings');
     if (!fn) return current;
-    return (await repo.setOrigins(partner.id, opts.env, fn(current.allowedOrigins)))!;
+    return (await fn(repo, partner.id, opts.env))!;
   });
   printSettings(ctx, settings, opts.json);
 }
@@ -68,20 +73,20 @@ export function registerEmbedCommand(program: Command, ctx: CommandContext): voi
   const origins = embed.command('origins').description('parent origins allowed to frame the embed');
   target(origins.command('add'))
     .description('allow a parent origin (repeat --origin for several)')
-    .requiredOption('--origin <origin>', 'https://host[:port]', origin)
+    .requiredOption('--origin <origin>', 'https://host[:port] (http:// for loopback only)', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
-      change(ctx, opts, (current) => [...current, ...opts.origin]),
+      change(ctx, opts, (repo, id, env) => repo.addOrigins(id, env, opts.origin)),
     );
   target(origins.command('remove'))
     .description('stop allowing a parent origin')
-    .requiredOption('--origin <origin>', 'https://host[:port]', origin)
+    .requiredOption('--origin <origin>', 'https://host[:port] (http:// for loopback only)', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
-      change(ctx, opts, (current) => current.filter((o) => !opts.origin.includes(o))),
+      change(ctx, opts, (repo, id, env) => repo.removeOrigins(id, env, opts.origin)),
     );
   target(origins.command('set'))
     .description('replace the allowed parent origins (no --origin: none)')
-    .option('--origin <origin>', 'https://host[:port]', origin)
+    .option('--origin <origin>', 'https://host[:port] (http:// for loopback only)', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin?: string[] }) =>
-      change(ctx, opts, () => opts.origin ?? []),
+      change(ctx, opts, (repo, id, env) => repo.setOrigins(id, env, opts.origin ?? [])),
     );
 }

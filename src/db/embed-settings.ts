@@ -37,9 +37,20 @@ const toSettings = (r: Row): EmbedSettings => ({
 
 const SELECT = `SELECT s.*, p.name AS partner_name FROM embed_settings s JOIN partners p ON p.id = s.partner_id`;
 
+/** Hosts that never leave the machine: plain http:// is accepted for them only (local pages). */
+export function isLoopbackHost(hostname: string): boolean {
+  return (
+    hostname === 'localhost' ||
+    hostname.endsWith('.localhost') ||
+    hostname === '[::1]' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+  );
+}
+
 /**
- * An origin as the browser sends it: `http(s)://host[:port]`, no path, query, fragment or
- * credentials; default ports dropped, host lowercased. Anything else is refused with the reason.
+ * An origin as the browser sends it: `https://host[:port]`, or `http://` for a loopback host
+ * (a developer's page); no path, query, fragment or credentials; default ports dropped, host
+ * lowercased. Anything else is refused with the reason. The CLI and the portal both check with it.
  */
 export function normaliseOrigin(raw: string): { origin: string } | { error: string } {
   let u: URL;
@@ -55,6 +66,11 @@ export function normaliseOrigin(raw: string): { origin: string } | { error: stri
     return { error: `"${raw}" is not an origin: no path, query, fragment or credentials` };
   }
   if (raw.includes('*')) return { error: `"${raw}": wildcards are not accepted, list each origin` };
+  if (u.protocol === 'http:' && !isLoopbackHost(u.hostname)) {
+    return {
+      error: `"${raw}" must use https://; http:// is accepted only for a local page (localhost, 127.0.0.1, [::1])`,
+    };
+  }
   return { origin: u.origin };
 }
 
@@ -71,6 +87,39 @@ export function createEmbedSettingsRepo(db: Queryable) {
     async findByEmbedId(embedId: string): Promise<EmbedSettings | undefined> {
       const { rows } = await db.query<Row>(`${SELECT} WHERE s.embed_id = $1`, [embedId]);
       return rows[0] && toSettings(rows[0]);
+    },
+
+    /**
+     * Adds origins (already normalised) to the list in one statement, so two changes at once do
+     * not lose each other; an origin already there stays once. Answers the row as stored.
+     */
+    async addOrigins(
+      partnerId: string,
+      environment: Environment,
+      origins: readonly string[],
+    ): Promise<EmbedSettings | undefined> {
+      const { rows } = await db.query<{ partner_id: string }>(
+        `UPDATE embed_settings SET updated_at = now(), allowed_origins = ARRAY(
+           SELECT DISTINCT o FROM unnest(allowed_origins || $3::text[]) AS o ORDER BY o)
+         WHERE partner_id = $1 AND environment = $2 RETURNING partner_id`,
+        [partnerId, environment, [...origins]],
+      );
+      return rows[0] ? this.get(partnerId, environment) : undefined;
+    },
+
+    /** Removes origins from the list in one statement; answers the row as stored. */
+    async removeOrigins(
+      partnerId: string,
+      environment: Environment,
+      origins: readonly string[],
+    ): Promise<EmbedSettings | undefined> {
+      const { rows } = await db.query<{ partner_id: string }>(
+        `UPDATE embed_settings SET updated_at = now(), allowed_origins = ARRAY(
+           SELECT o FROM unnest(allowed_origins) AS o WHERE o <> ALL($3::text[]) ORDER BY o)
+         WHERE partner_id = $1 AND environment = $2 RETURNING partner_id`,
+        [partnerId, environment, [...origins]],
+      );
+      return rows[0] ? this.get(partnerId, environment) : undefined;
     },
 
     /** Replaces the allowed origins (already normalised); answers the row as stored. */

@@ -21,7 +21,9 @@ export type AuditAction =
   | 'webhook.enabled'
   | 'webhook.pinged'
   | 'webhook.replayed'
-  | 'inbound.secret_set';
+  | 'inbound.secret_set'
+  | 'embed.origin_added'
+  | 'embed.origin_removed';
 
 export interface AuditEntry {
   id: string;

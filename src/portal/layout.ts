@@ -9,7 +9,7 @@ import { type Html, html } from './html.ts';
 import { can } from './roles.ts';
 import { assetUrl } from './static-assets.ts';
 
-export type Section = 'products' | 'keys' | 'webhooks' | 'team' | 'audit' | 'account';
+export type Section = 'products' | 'keys' | 'webhooks' | 'embed' | 'team' | 'audit' | 'account';
 
 export interface PageFrame {
   title: string;
@@ -70,6 +70,7 @@ const NAV: Array<{ section: Section; label: string; show: (m: Member) => boolean
   { section: 'products', label: 'Products', show: () => true },
   { section: 'keys', label: 'API keys', show: () => true },
   { section: 'webhooks', label: 'Webhooks', show: () => true },
+  { section: 'embed', label: 'Embed', show: () => true },
   { section: 'team', label: 'Team', show: () => true },
   { section: 'audit', label: 'Audit log', show: (m) => can(m.role, 'audit.view') },
   { section: 'account', label: 'Your account', show: () => true },

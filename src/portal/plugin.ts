@@ -42,6 +42,7 @@ import type { Mailer } from './mailer.ts';
 import { createRedisSessionStore } from './redis-sessions.ts';
 import { accountRoutes } from './routes/account.ts';
 import { auditRoutes } from './routes/audit.ts';
+import { embedSettingsRoutes } from './routes/embed-settings.ts';
 import { inboundRoutes } from './routes/inbound.ts';
 import { keysRoutes } from './routes/keys.ts';
 import { passkeyRoutes } from './routes/passkeys.ts';
@@ -69,6 +70,8 @@ export interface PortalOptions {
   signInLimit?: { max: number; windowMs: number };
   /** Clock of the dashboards' day windows (tests pin it). */
   now?: () => Date;
+  /** The embed's public address (`…/embed`) for the Embed page's snippet; else /embed here. */
+  embedUrl?: (() => string | undefined) | undefined;
   /** The API's cached reads of products and snapshots; without them (tests), direct reads. */
   reads?:
     | { products: ProductsRepo; snapshots: SnapshotReads; cache: Pick<ReadCache, 'get'> }
@@ -257,6 +260,12 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   await app.register(webhooksRoutes(ctx, box));
   await app.register(webhookEditRoutes(ctx, box));
   await app.register(inboundRoutes(ctx, box));
+  await app.register(
+    embedSettingsRoutes(
+      ctx,
+      () => opts.embedUrl?.() ?? `${new URL(opts.publicUrl()).origin}/embed`,
+    ),
+  );
   await app.register(passkeyRoutes(ctx, box, limit));
 };
 

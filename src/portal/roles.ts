@@ -14,7 +14,9 @@ export type Permission =
   | 'team.manage.owners'
   | 'audit.view'
   | 'webhooks.manage.test'
-  | 'webhooks.manage.live';
+  | 'webhooks.manage.live'
+  | 'embed.manage.test'
+  | 'embed.manage.live';
 
 export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
   owner: [
@@ -27,6 +29,8 @@ export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
     'audit.view',
     'webhooks.manage.test',
     'webhooks.manage.live',
+    'embed.manage.test',
+    'embed.manage.live',
   ],
   admin: [
     'keys.view',
@@ -37,8 +41,16 @@ export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
     'audit.view',
     'webhooks.manage.test',
     'webhooks.manage.live',
+    'embed.manage.test',
+    'embed.manage.live',
   ],
-  developer: ['keys.view', 'keys.manage.test', 'team.view', 'webhooks.manage.test'],
+  developer: [
+    'keys.view',
+    'keys.manage.test',
+    'team.view',
+    'webhooks.manage.test',
+    'embed.manage.test',
+  ],
   viewer: ['keys.view', 'team.view'],
 };
 
@@ -58,4 +70,9 @@ export function canManageRole(actor: MemberRole, role: MemberRole): boolean {
 /** Webhooks follow the keys' rule: developers manage test destinations and secrets only. */
 export function canManageWebhooks(role: MemberRole, environment: Environment): boolean {
   return can(role, environment === 'live' ? 'webhooks.manage.live' : 'webhooks.manage.test');
+}
+
+/** The embed's allowed origins follow the keys' rule too: developers change the test list only. */
+export function canManageEmbed(role: MemberRole, environment: Environment): boolean {
+  return can(role, environment === 'live' ? 'embed.manage.live' : 'embed.manage.test');
 }

@@ -3,14 +3,14 @@
  * program the bin runs; a child process per command costs seconds each on a loaded machine) on a
  * PGlite DATA_DIR made from the migrated template.
  */
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../helpers/cli.ts';
-import { freshDatabase } from '../helpers/db.ts';
+import { freshDatabase, scratchDir } from '../helpers/db.ts';
 
-const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-embed-cli-'));
+// Beside the test databases (scratchDir): the copy is renamed in, which needs one file system.
+const dataDir = scratchDir('pys-embed-cli-');
 
 beforeAll(async () => {
   const t = await freshDatabase('pglite');
@@ -69,6 +69,11 @@ describe('embed command', () => {
       ...['--origin', 'https://wallet.example/checkout'],
     ]);
     expect(bad.error).toMatch(/is not an origin/);
+    const plain = await cli([
+      ...['embed', 'origins', 'add', '--partner', 'Acme', '--env', 'live'],
+      ...['--origin', 'http://wallet.example'],
+    ]);
+    expect(plain.error).toMatch(/must use https:\/\/; http:\/\/ is accepted only for a local page/);
     const unknown = await cli(['embed', 'show', '--partner', 'Nobody', '--env', 'live']);
     expect(unknown.error).toMatch(/no partner named "Nobody"/);
   });

@@ -134,7 +134,16 @@ describe('embed settings', () => {
       origin: 'https://wallet.example',
     });
     expect(normaliseOrigin('http://127.0.0.1:8080')).toEqual({ origin: 'http://127.0.0.1:8080' });
+    expect(normaliseOrigin('http://LOCALHOST:5173/')).toEqual({ origin: 'http://localhost:5173' });
+    expect(normaliseOrigin('http://[::1]:3000')).toEqual({ origin: 'http://[::1]:3000' });
+    // Plain http:// only for a page on this machine.
+    expect(normaliseOrigin('http://wallet.example')).toEqual({
+      error:
+        '"http://wallet.example" must use https://; http:// is accepted only for a local page (localhost, 127.0.0.1, [::1])',
+    });
     for (const bad of [
+      'http://10.0.0.1:8080',
+      'http://localhost.evil.example',
       'wallet.example',
       'ftp://x.example',
       'https://x.example/path',

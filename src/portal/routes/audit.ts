@@ -24,6 +24,8 @@ const ACTION_LABEL: Record<string, string> = {
   'webhook.pinged': 'Sent a test event',
   'webhook.replayed': 'Replayed deliveries',
   'inbound.secret_set': 'Set the inbound secret',
+  'embed.origin_added': 'Allowed an embed origin',
+  'embed.origin_removed': 'Removed an embed origin',
 };
 
 export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {

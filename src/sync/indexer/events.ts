@@ -3,9 +3,9 @@
  * the spec's order, amounts as whole-unit decimal strings (asset decimals for assets, the engine's
  * share decimals for shares), addresses EIP-55, times ISO 8601 UTC with `Z`.
  */
-import { encodeFunctionData, getAddress, type Hex, hexToBigInt, numberToHex } from 'viem';
+import { getAddress, type Hex, hexToBigInt, numberToHex } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
-import { yieldEngineAbi } from '../../chain/generated/YieldEngine.ts';
+import { readClaimableAt } from '../../chain/read-claimable-at.ts';
 import type { IndexedEvent, LifecycleEventType } from '../../db/chain-events-copy.ts';
 import type { Product } from '../../db/products.ts';
 import { formatUnits } from '../../money/units.ts';
@@ -64,26 +64,17 @@ export async function readSettlementTimes(
   const wanted = logs.filter(isRedeemRequested);
   const answers = await Promise.all(
     wanted.map((log) =>
-      client.request({
-        method: 'eth_call',
-        params: [
-          {
-            to: log.address,
-            data: encodeFunctionData({
-              abi: yieldEngineAbi,
-              functionName: 'claimableAt',
-              args: [hexToBigInt(log.topics[3] as Hex)],
-            }),
-          },
-          // By hash (EIP-1898): the read is of exactly the block the log is in, never a sibling.
-          { blockHash: log.blockHash },
-        ],
+      // Pinned to the log's own block, by hash.
+      readClaimableAt(client, {
+        engine: log.address,
+        requestId: hexToBigInt(log.topics[3] as Hex),
+        blockHash: log.blockHash,
       }),
     ),
   );
   const out = new Map<string, number>();
   wanted.forEach((log, i) => {
-    out.set(logKey(log), Number(hexToBigInt(answers[i] as Hex)));
+    out.set(logKey(log), Number(answers[i]!));
   });
   return out;
 }

@@ -3,16 +3,16 @@
  * bin's own commander program, helpers/cli.ts) on a test database; the refusal while another
  * process holds the embedded database of DATA_DIR spawns the bin (the key group's smoke test).
  */
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockDataDir } from '../src/db/pglite-lock.ts';
 import { runCliInProcess } from './helpers/cli.ts';
-import { freshDatabase, type TestDatabase } from './helpers/db.ts';
+import { freshDatabase, scratchDir, type TestDatabase } from './helpers/db.ts';
 import { spawnCli } from './helpers/process.ts';
 
-const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-keys-'));
+// Beside the test databases (scratchDir): the copy is renamed in, which needs one file system.
+const dataDir = scratchDir('pys-cli-keys-');
 // A port where no local chain answers: these commands never need one.
 const env = { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' };
 let t: TestDatabase;

@@ -20,7 +20,7 @@ import { createDispatcher } from '../src/webhooks/dispatcher.ts';
 import { createSecretBox, masterKeyFor } from '../src/webhooks/secret-box.ts';
 import { createSender } from '../src/webhooks/sender.ts';
 import { runCliInProcess } from './helpers/cli.ts';
-import { freshDatabase, storageEngines, type TestDatabase } from './helpers/db.ts';
+import { freshDatabase, scratchDir, storageEngines, type TestDatabase } from './helpers/db.ts';
 import {
   type HttpsReceiver,
   type ReceivedRequest,
@@ -838,7 +838,8 @@ describe('the bin, spawned (smoke test of the webhook commands)', () => {
     timeout: 60_000,
   }, async () => {
     // A migrated copy in DATA_DIR: no initdb (seconds).
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-webhooks-smoke-'));
+    // Beside the test databases (scratchDir): the copy is renamed in, which needs one file system.
+    const dataDir = scratchDir('pys-cli-webhooks-smoke-');
     const copy = await freshDatabase('pglite');
     await copy.db.close();
     renameSync(copy.location, path.join(dataDir, 'pglite'));

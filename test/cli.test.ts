@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliResult, runCliInProcess } from './helpers/cli.ts';
-import { freshDatabase, type TestDatabase } from './helpers/db.ts';
+import { freshDatabase, scratchDir, type TestDatabase } from './helpers/db.ts';
 import { spawnCli } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-'));
@@ -126,7 +126,8 @@ describe('the bin, spawned (smoke test of the partner and product commands)', ()
     timeout: 60_000,
   }, async () => {
     // Its own DATA_DIR holding a migrated copy: the command then skips initdb (seconds).
-    const smokeDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-smoke-'));
+    // Beside the test databases (scratchDir): the copy is renamed in, which needs one file system.
+    const smokeDir = scratchDir('pys-cli-smoke-');
     const copy = await freshDatabase('pglite');
     await copy.db.close();
     renameSync(copy.location, path.join(smokeDir, 'pglite'));

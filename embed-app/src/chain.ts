@@ -1,7 +1,7 @@
 /**
  * Contract calls through the user's EIP-1193 provider: reads by `eth_call`, writes by
- * `eth_sendTransaction` (the wallet signs; the embed never holds a key), then the receipt by
- * polling. Encoding and decoding by viem.
+ * `eth_sendTransaction` (the wallet signs; the embed never holds a key) with the gas limit of
+ * gas.ts, then the receipt by polling. Encoding and decoding by viem.
  */
 import {
   type Abi,
@@ -16,6 +16,7 @@ import {
   pad,
 } from 'viem';
 import { engineAbi } from './abi.ts';
+import { gasLimit } from './gas.ts';
 import type { Eip1193Provider } from './wallet.ts';
 
 export interface Receipt {
@@ -56,7 +57,11 @@ export function chainAccess(provider: Eip1193Provider, account: Address) {
   ): Promise<Hex> {
     // biome-ignore lint/suspicious/noExplicitAny: as above
     const data = encodeFunctionData({ abi, functionName, args } as any);
-    return rpc<Hex>('eth_sendTransaction', [{ from: account, to, data }]);
+    // Estimated now, after the previous step is mined (a deposit cannot be estimated before the
+    // approve it spends); a call that would revert fails here, before the wallet asks the user.
+    const estimate = BigInt(await rpc<Hex>('eth_estimateGas', [{ from: account, to, data }]));
+    const gas = numberToHex(gasLimit(estimate));
+    return rpc<Hex>('eth_sendTransaction', [{ from: account, to, data, gas }]);
   }
 
   async function receipt(hash: Hex, intervalMs = 500): Promise<Receipt> {

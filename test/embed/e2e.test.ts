@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
 import { type Address, decodeEventLog, erc4626Abi, formatUnits, type Hex, parseUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gasLimit } from '../../embed-app/src/gas.ts';
 import { yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import { LOCAL_ROLES } from '../../src/chain/local/accounts.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -136,6 +137,54 @@ async function waitForEvent(page: Page, type: string, count = 1) {
     },
     60_000,
     `host event ${type}`,
+  );
+}
+
+/**
+ * Every transaction the wallet was asked to send carried the gas limit of the rule (estimate +
+ * 25 % + the fee accrual's allowance, embed-app/src/gas.ts) over the estimate the embed made just
+ * before it, and the mined transaction has that limit: the wallet used it.
+ */
+async function expectGasRule(wallet: TestWallet) {
+  const sent = wallet.sent();
+  expect(sent.length).toBeGreaterThan(0);
+  for (const call of sent) {
+    const tx = (call.params as [{ data: Hex; gas?: Hex }])[0];
+    const estimate = wallet.calls
+      .slice(0, wallet.calls.indexOf(call))
+      .reverse()
+      .find(
+        (c) => c.method === 'eth_estimateGas' && (c.params as [{ data: Hex }])[0].data === tx.data,
+      );
+    expect(estimate?.result, `an estimate before ${tx.data.slice(0, 10)}`).toBeDefined();
+    expect(tx.gas, `the gas limit of ${tx.data.slice(0, 10)}`).toBeDefined();
+    expect(BigInt(tx.gas!)).toBe(gasLimit(BigInt(estimate!.result as Hex)));
+    if (call.outcome === 'rejected') continue;
+    const mined = (await rpc('eth_getTransactionByHash', [call.outcome])) as { gas: Hex };
+    expect(BigInt(mined.gas)).toBe(BigInt(tx.gas!));
+  }
+}
+
+/** The iframe's height (the host helper sets it) and its content's (the embed's root element). */
+async function heights(page: Page, frame: Frame) {
+  const iframe = (await page.evaluate(
+    "document.querySelector('iframe').getBoundingClientRect().height",
+  )) as number;
+  const content = (await frame.evaluate(
+    "Math.ceil(document.querySelector('.embed').getBoundingClientRect().height)",
+  )) as number;
+  return { iframe, content };
+}
+
+/** Waits until the iframe is exactly as tall as its content and `accept` holds; its height. */
+async function fitted(page: Page, frame: Frame, accept: (content: number) => boolean = () => true) {
+  return waitFor(
+    async () => {
+      const h = await heights(page, frame);
+      return h.iframe === h.content && accept(h.content) ? h.content : undefined;
+    },
+    30_000,
+    'the iframe sized to its content',
   );
 }
 
@@ -262,13 +311,34 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     );
     const frame = page.frames().find((f) => f.url().includes('/embed/emb_'))!;
     const embed = page.frameLocator('iframe');
-    await embed.getByRole('button', { name: /connect/i }).click();
+    expect((await hostEvents(page))[0]).toEqual({
+      type: 'ready',
+      data: { product_slug: live.products.active },
+    });
+
+    // The host helper sizes the iframe to the embed's content and follows it as it changes: a
+    // block 400 px tall added inside the frame, then removed.
+    const connect = embed.getByRole('button', { name: /connect/i });
+    await connect.waitFor();
+    // The wallet was announced by EIP-6963: its button shows the icon it announced.
+    expect(await connect.locator('img').count()).toBe(1);
+    const start = await fitted(page, frame);
+    await frame.evaluate(
+      "(() => { const d = document.createElement('div'); d.id = 'grow'; d.style.height = '400px'; document.querySelector('.embed').appendChild(d); })()",
+    );
+    const grown = await fitted(page, frame, (h) => h >= start + 400);
+    await frame.evaluate("document.getElementById('grow').remove()");
+    await fitted(page, frame, (h) => h <= grown - 400);
+
+    await connect.click();
     await embed.getByRole('button', { name: /switch to/i }).waitFor();
     await shot(page, 'wrong-chain');
     await embed.getByRole('button', { name: /switch to/i }).click();
     await embed.getByText('Your position').waitFor();
     await shot(page, 'connected');
     expect((await waitForEvent(page, 'wallet_connected')).data.address).toBe(wallet.address);
+    // The position and the deposit form made the content taller; the iframe followed.
+    await fitted(page, frame, (h) => h > start);
 
     // A refused signature: nothing is broadcast, the user reads why, the host gets the code.
     const startNonce = await rpc('eth_getTransactionCount', [wallet.address, 'latest']);
@@ -307,9 +377,27 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     const depositHash = sent[1]!.outcome as Hex;
     expect(confirmed.data.tx_hash).toBe(depositHash);
     expect((await waitForEvent(page, 'deposit_submitted')).data.tx_hash).toBe(depositHash);
+    // What the host heard, in order: no other event, no error but the refused signature.
+    expect((await hostEvents(page)).map((e) => [e.type, e.data.tx_hash ?? e.data.code])).toEqual([
+      ['ready', undefined],
+      ['wallet_connected', undefined],
+      ['error', 'user_rejected'],
+      ['deposit_submitted', depositHash],
+      ['deposit_confirmed', depositHash],
+    ]);
+    // The submitted hash is the deposit that landed: mined, successful, from the user to the engine.
     const receipt = (await rpc('eth_getTransactionReceipt', [depositHash])) as {
+      status: Hex;
+      from: string;
+      to: string;
       logs: Array<{ address: string; topics: [Hex]; data: Hex }>;
     };
+    expect(receipt).toMatchObject({
+      status: '0x1',
+      from: wallet.address.toLowerCase(),
+      to: sync.engine_address.toLowerCase(),
+    });
+    await expectGasRule(wallet);
     const minted = receipt.logs
       .filter((l) => l.address.toLowerCase() === sync.engine_address.toLowerCase())
       .map((l) => {
@@ -385,6 +473,41 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       'latest',
     ])) as Hex;
     expect(BigInt(left)).toBe(0n);
+    await expectGasRule(wallet);
+    await context.close();
+  });
+
+  it('a wallet exposed only as window.ethereum (no EIP-6963 announcement) is found and used', {
+    timeout: 180_000,
+  }, async () => {
+    const sync = await productRow(live.products.active);
+    const wallet = await fundedWallet(sync.asset_address, 100n * 10n ** 6n);
+    const context = await browser.newContext({ viewport: { width: 1100, height: 1500 } });
+    const embedOrigin = new URL(live.embed.url).origin;
+    await wallet.install(context, embedOrigin, { announce: false });
+    const { page, frame } = await openHost(context, live.products.active);
+    const embed = page.frameLocator('iframe');
+    const connect = embed.getByRole('button', { name: 'Connect wallet' });
+    await connect.waitFor();
+    // The fallback offers the provider without an icon (an EIP-6963 wallet brings its own).
+    expect(await connect.locator('img').count()).toBe(0);
+    expect(await frame.evaluate('window.ethereum.isTestWallet')).toBe(true);
+    await connect.click();
+    await embed.getByText('Your position').waitFor();
+    expect((await waitForEvent(page, 'wallet_connected')).data).toEqual({
+      address: wallet.address,
+      chain_id: chainId,
+    });
+    await embed.getByLabel(/amount to deposit/i).fill('5');
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    const confirmed = await waitForEvent(page, 'deposit_confirmed');
+    expect(wallet.sent().map((c) => c.outcome)).toEqual([
+      expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      confirmed.data.tx_hash,
+    ]);
+    // Every request went to that provider from the embed's own frame.
+    expect(new Set(wallet.calls.map((c) => c.origin))).toEqual(new Set([embedOrigin]));
+    await expectGasRule(wallet);
     await context.close();
   });
 
@@ -457,6 +580,7 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     // Every wallet request was made by the host page (relayed), none by the frame itself.
     expect(new Set(wallet.calls.map((c) => c.origin))).toEqual(new Set([hostOrigin]));
     expect(wallet.sent().map((c) => c.outcome)).toHaveLength(2);
+    await expectGasRule(wallet);
     await shot(page, 'bridge');
     await context.close();
   });
@@ -503,6 +627,7 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     const claimed = await waitForEvent(page, 'redeem_confirmed');
     expect(claimed.data.request_id).toBe(requested.data.request_id);
     await again.getByTestId('redeem-request').waitFor({ state: 'detached' });
+    await expectGasRule(wallet);
     const frame = page.frames().find((f) => f.url().includes('/embed/emb_'))!;
     expect(await seriousViolations(frame)).toEqual([]);
     await context.close();

@@ -16,6 +16,8 @@ export interface RecordedCall {
   params: unknown;
   /** eth_sendTransaction: the hash it broadcast, or the refusal. */
   outcome?: Hex | 'rejected';
+  /** What the request answered, when it succeeded. */
+  result?: unknown;
 }
 
 export interface TestWallet {
@@ -26,7 +28,11 @@ export interface TestWallet {
   /** The next eth_sendTransaction is refused as the user would (EIP-1193 4001). */
   rejectNext: boolean;
   sent(): RecordedCall[];
-  install(context: BrowserContext, origin: string): Promise<void>;
+  /**
+   * Injects the wallet into the frames of `origin`: as `window.ethereum` and, unless `announce` is
+   * false, announced by EIP-6963 (a wallet that only sets `window.ethereum`, as older ones do).
+   */
+  install(context: BrowserContext, origin: string, opts?: { announce?: boolean }): Promise<void>;
 }
 
 export function createTestWallet(options: { rpcUrl: string; chainId: number; index: number }) {
@@ -52,7 +58,7 @@ export function createTestWallet(options: { rpcUrl: string; chainId: number; ind
     chainId: options.chainId,
     rejectNext: false,
     sent: () => wallet.calls.filter((c) => c.method === 'eth_sendTransaction'),
-    async install(context, origin) {
+    async install(context, origin, opts = {}) {
       await context.exposeBinding(
         '__testWallet',
         async (source, request: { method: string; params?: unknown }) => {
@@ -63,14 +69,15 @@ export function createTestWallet(options: { rpcUrl: string; chainId: number; ind
           };
           wallet.calls.push(call);
           try {
-            return { result: await handle(request.method, request.params, call) };
+            call.result = await handle(request.method, request.params, call);
+            return { result: call.result };
           } catch (err) {
             const e = err as { code?: number; message?: string };
             return { error: { code: e.code ?? -32603, message: e.message ?? String(err) } };
           }
         },
       );
-      await context.addInitScript(injectedProvider, { origin });
+      await context.addInitScript(injectedProvider, { origin, announce: opts.announce ?? true });
     },
   };
 
@@ -95,11 +102,17 @@ export function createTestWallet(options: { rpcUrl: string; chainId: number; ind
           call.outcome = 'rejected';
           throw Object.assign(new Error('User rejected the request.'), { code: 4001 });
         }
-        const [tx] = params as [{ from: Address; to: Address; data: Hex }];
+        const [tx] = params as [{ from: Address; to: Address; data: Hex; gas?: Hex }];
         if (tx.from.toLowerCase() !== account.address.toLowerCase()) {
           throw Object.assign(new Error('unknown account'), { code: 4100 });
         }
-        const hash = await signer.sendTransaction({ to: tx.to, data: tx.data, chain: null });
+        // As wallets do: the page's gas limit when it gives one, else the wallet's own estimate.
+        const hash = await signer.sendTransaction({
+          to: tx.to,
+          data: tx.data,
+          chain: null,
+          ...(tx.gas ? { gas: BigInt(tx.gas) } : {}),
+        });
         call.outcome = hash;
         return hash;
       }
@@ -126,7 +139,7 @@ interface PageGlobal {
 }
 
 /** Runs in the page, in every frame; becomes a wallet only in frames of `origin`. */
-function injectedProvider({ origin }: { origin: string }) {
+function injectedProvider({ origin, announce: announces }: { origin: string; announce: boolean }) {
   const page = globalThis as unknown as PageGlobal;
   if (page.location.origin !== origin) return;
   const listeners = new Map<string, Set<(...a: unknown[]) => void>>();
@@ -152,6 +165,7 @@ function injectedProvider({ origin }: { origin: string }) {
     },
   };
   page.ethereum = provider;
+  if (!announces) return;
   const announce = () =>
     page.dispatchEvent(
       new page.CustomEvent('eip6963:announceProvider', {

@@ -5,7 +5,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
@@ -46,13 +46,22 @@ const deliveries = async (db: Database) =>
     )
   ).rows;
 
-describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
+type Cleanups = Array<() => Promise<void>>;
+
+/** A list of cleanups run (last first) when the current test finishes, passed or not. */
+function cleanupsOf(onTestFinished: TestContext['onTestFinished']): Cleanups {
+  const cleanups: Cleanups = [];
+  onTestFinished(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
+  return cleanups;
+}
 
-  async function setup(options: { timeoutMs?: number; retryMs?: number } = {}) {
+describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
+  // The tests of this block run concurrently (it.concurrent): each has its own database, sender,
+  // dispatcher and receivers, and they mostly wait (on receivers, retry delays, the 10 s limit).
+  // So cleanups are per test, run in reverse order when the test finishes.
+  async function setup(cleanups: Cleanups, options: { timeoutMs?: number; retryMs?: number } = {}) {
     const t: TestDatabase = await freshDatabase(engine);
     cleanups.push(() => t.drop());
     const db = t.db;
@@ -95,8 +104,41 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     return { db, partner, emit, destinations, job };
   }
 
-  it('delivers the exact payload, signed, with the spec headers, once', async () => {
-    const { db, partner, emit, destinations, job } = await setup();
+  // First: it waits the longest (the 10 s limit), so the others run meanwhile.
+  if (engine === 'pglite') {
+    it.concurrent('a receiver slower than 10 s fails the attempt (the real default limit)', async ({
+      expect,
+      onTestFinished,
+    }) => {
+      const cleanups = cleanupsOf(onTestFinished);
+      const { db, partner, emit, destinations } = await setup(cleanups, { retryMs: 60_000 });
+      const receiver = await startHttpsReceiver({
+        handler: () => ({ status: 200, delayMs: 10_800 }),
+      });
+      cleanups.push(() => receiver.close());
+      await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
+      const started = Date.now();
+      await emit('vault_pause', {});
+      const [row] = await waitFor(
+        async () => {
+          const rows = await deliveries(db);
+          return rows[0]?.last_error ? rows : undefined;
+        },
+        40_000,
+        'the timed-out attempt',
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(9_900);
+      expect(row).toMatchObject({ status: 'pending', attempts: 1, last_response_code: null });
+      expect(row?.last_error).toMatch(/timed out/);
+    }, 60_000);
+  }
+
+  it.concurrent('delivers the exact payload, signed, with the spec headers, once', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations, job } = await setup(cleanups);
     const receiver = await startHttpsReceiver();
     cleanups.push(() => receiver.close());
     const { destination, secret } = await destinations.add({
@@ -106,7 +148,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     });
     const payload = { slug: 'usdc-core', amount: '1250.5', previous_apy: 0.061234, note: 'é ✓' };
     const event = await emit('deposit.confirmed', payload);
-    await waitFor(() => (receiver.requests.length > 0 ? true : undefined), 10_000, 'a delivery');
+    await waitFor(() => (receiver.requests.length > 0 ? true : undefined), 30_000, 'a delivery');
     const [got] = receiver.requests;
     expect(got?.body.toString('utf8')).toBe(event?.payload);
     expect(JSON.parse(got!.body.toString('utf8'))).toEqual(payload);
@@ -127,7 +169,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         const rows = await deliveries(db);
         return rows[0]?.status === 'delivered' ? rows : undefined;
       },
-      5_000,
+      30_000,
       'delivered status',
     );
     expect(row).toMatchObject({
@@ -143,8 +185,12 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect((await deliveries(db)).map((d) => d.attempts)).toEqual([1]);
   });
 
-  it('a receiver answering 500 gets three attempts, then the delivery is failed', async () => {
-    const { db, partner, emit, destinations, job } = await setup({ retryMs: 100 });
+  it.concurrent('a receiver answering 500 gets three attempts, then the delivery is failed', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations, job } = await setup(cleanups, { retryMs: 100 });
     const receiver = await startHttpsReceiver({
       handler: () => ({ status: 500, body: `{"error":"down"}${'x'.repeat(2000)}` }),
     });
@@ -156,7 +202,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         const rows = await deliveries(db);
         return rows[0]?.status === 'failed' ? rows : undefined;
       },
-      10_000,
+      30_000,
       'failed status',
     );
     expect(row).toMatchObject({ attempts: 3, last_response_code: 500, last_error: null });
@@ -172,8 +218,12 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(80);
   });
 
-  it('a failed delivery replayed by the operator gets three fresh attempts and is delivered', async () => {
-    const { db, partner, emit, destinations } = await setup({ retryMs: 50 });
+  it.concurrent('a failed delivery replayed by the operator gets three fresh attempts and is delivered', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations } = await setup(cleanups, { retryMs: 50 });
     let calls = 0;
     const receiver = await startHttpsReceiver({
       handler: () => ({ status: ++calls <= 3 ? 500 : 200 }),
@@ -186,7 +236,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         const rows = await deliveries(db);
         return rows[0]?.status === 'failed' ? rows : undefined;
       },
-      10_000,
+      30_000,
       'failed status',
     );
     const [replay] = await createWebhookDeliveriesRepo(db).replayEvent(event!.id);
@@ -196,7 +246,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         const all = await deliveries(db);
         return all.find((r) => r.id === replay!.id)?.status === 'delivered' ? all : undefined;
       },
-      10_000,
+      30_000,
       'the replay delivered',
     );
     expect(rows.find((r) => r.id === replay!.id)).toMatchObject({
@@ -211,8 +261,12 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     );
   });
 
-  it('a receiver that recovers gets the retry: delivered on attempt 2', async () => {
-    const { db, partner, emit, destinations } = await setup({ retryMs: 100 });
+  it.concurrent('a receiver that recovers gets the retry: delivered on attempt 2', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations } = await setup(cleanups, { retryMs: 100 });
     let calls = 0;
     const receiver = await startHttpsReceiver({
       handler: () => ({ status: ++calls === 1 ? 503 : 202 }),
@@ -225,14 +279,18 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         const rows = await deliveries(db);
         return rows[0]?.status === 'delivered' ? rows : undefined;
       },
-      10_000,
+      30_000,
       'delivered status',
     );
     expect(row).toMatchObject({ attempts: 2, last_response_code: 202 });
   });
 
-  it('only matching, active destinations of the partner environment get an event', async () => {
-    const { db, partner, emit, destinations } = await setup();
+  it.concurrent('only matching, active destinations of the partner environment get an event', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations } = await setup(cleanups);
     const all = await startHttpsReceiver();
     const deposits = await startHttpsReceiver();
     const removed = await startHttpsReceiver();
@@ -265,7 +323,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
         const rows = await deliveries(db);
         return rows.length === 4 && rows.every((r) => r.status === 'delivered') ? rows : undefined;
       },
-      10_000,
+      30_000,
       'four deliveries',
     );
     expect(all.requests.map((r) => r.headers['x-service-event'])).toEqual(
@@ -279,8 +337,12 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect(sandbox.requests.map((r) => r.headers['x-service-event'])).toEqual(['vault_pause']);
   });
 
-  it('after a rotation, deliveries are signed with the new secret', async () => {
-    const { partner, emit, destinations } = await setup();
+  it.concurrent('after a rotation, deliveries are signed with the new secret', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { partner, emit, destinations } = await setup(cleanups);
     const receiver = await startHttpsReceiver();
     cleanups.push(() => receiver.close());
     const { destination, secret: old } = await destinations.add({
@@ -289,10 +351,10 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
       url: receiver.url,
     });
     await emit('vault_pause', { n: 1 });
-    await waitFor(() => (receiver.requests.length === 1 ? true : undefined), 10_000, 'first');
+    await waitFor(() => (receiver.requests.length === 1 ? true : undefined), 30_000, 'first');
     const rotated = await destinations.rotate(destination.id);
     await emit('vault_pause', { n: 2 });
-    await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 10_000, 'second');
+    await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 30_000, 'second');
     const [first, second] = receiver.requests;
     expect(verifies(old, first!.body, first!.headers['x-service-signature'])).toBe(true);
     expect(verifies(rotated!.secret, second!.body, second!.headers['x-service-signature'])).toBe(
@@ -301,8 +363,12 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect(verifies(old, second!.body, second!.headers['x-service-signature'])).toBe(false);
   });
 
-  it('deliveries verify with the standardwebhooks library (a client nobody here wrote)', async () => {
-    const { db, partner, emit, destinations } = await setup();
+  it.concurrent('deliveries verify with the standardwebhooks library (a client nobody here wrote)', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations } = await setup(cleanups);
     const receiver = await startHttpsReceiver();
     cleanups.push(() => receiver.close());
     const { destination, secret } = await destinations.add({
@@ -313,7 +379,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const payload = { slug: 'usdc-core', status: 'paused', note: 'é ✓' };
     const event = await emit('vault_pause', payload);
-    await waitFor(() => (receiver.requests.length > 0 ? true : undefined), 10_000, 'a delivery');
+    await waitFor(() => (receiver.requests.length > 0 ? true : undefined), 30_000, 'a delivery');
     const got = receiver.requests[0]!;
     const headers = got.headers as Record<string, string>;
     expect(new Webhook(secret).verify(got.body.toString('utf8'), headers)).toEqual(payload);
@@ -342,7 +408,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
 
     // A replay is the same event: the same id, so a receiver that dedupes by it ignores it.
     await createWebhookDeliveriesRepo(db).replayEvent(event!.id, destination.id);
-    await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 10_000, 'the replay');
+    await waitFor(() => (receiver.requests.length === 2 ? true : undefined), 30_000, 'the replay');
     const replayed = receiver.requests[1]!.headers as Record<string, string>;
     expect(replayed['webhook-id']).toBe(event!.id);
     expect(
@@ -350,8 +416,12 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     ).toEqual(payload);
   });
 
-  it('a rotation keeps the old secret verifying for its grace period, then not', async () => {
-    const { db, partner, emit, destinations } = await setup();
+  it.concurrent('a rotation keeps the old secret verifying for its grace period, then not', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOf(onTestFinished);
+    const { db, partner, emit, destinations } = await setup(cleanups);
     const receiver = await startHttpsReceiver();
     cleanups.push(() => receiver.close());
     const { destination, secret: old } = await destinations.add({
@@ -362,7 +432,7 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     const oldOnly = new Webhook(old);
     const deliver = async (n: number) => {
       await emit('vault_pause', { slug: `s${n}`, status: 'paused' });
-      await waitFor(() => (receiver.requests.length === n ? true : undefined), 10_000, `#${n}`);
+      await waitFor(() => (receiver.requests.length === n ? true : undefined), 30_000, `#${n}`);
       const got = receiver.requests[n - 1]!;
       return { body: got.body.toString('utf8'), headers: got.headers as Record<string, string> };
     };
@@ -404,30 +474,6 @@ describe.each(storageEngines())('webhook dispatcher on %s', (engine) => {
     expect(new Webhook(hard!.secret).verify(cut.body, cut.headers)).toBeTruthy();
     await expect(destinations.rotate(destination.id, { graceMs: -1 })).rejects.toThrow(RangeError);
   });
-
-  if (engine === 'pglite') {
-    it('a receiver slower than 10 s fails the attempt (the real default limit)', async () => {
-      const { db, partner, emit, destinations } = await setup({ retryMs: 60_000 });
-      const receiver = await startHttpsReceiver({
-        handler: () => ({ status: 200, delayMs: 10_800 }),
-      });
-      cleanups.push(() => receiver.close());
-      await destinations.add({ partnerId: partner.id, environment: 'live', url: receiver.url });
-      const started = Date.now();
-      await emit('vault_pause', {});
-      const [row] = await waitFor(
-        async () => {
-          const rows = await deliveries(db);
-          return rows[0]?.last_error ? rows : undefined;
-        },
-        20_000,
-        'the timed-out attempt',
-      );
-      expect(Date.now() - started).toBeGreaterThanOrEqual(9_900);
-      expect(row).toMatchObject({ status: 'pending', attempts: 1, last_response_code: null });
-      expect(row?.last_error).toMatch(/timed out/);
-    }, 30_000);
-  }
 });
 
 describe('retry schedule', () => {

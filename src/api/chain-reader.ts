@@ -92,12 +92,12 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 export function createChainReader(options: ChainReaderOptions) {
   const timeoutMs = options.timeoutMs ?? 2000;
   /**
-   * What a request that has been running `elapsedMs` may still wait for the chain. A read shared
-   * through the cache was started by the first of several requests; each waits only its own share,
-   * so a request that arrived later (or spent longer on its own lookups) still answers in time.
+   * What a request that has been running `elapsedMs` may still wait for the chain. A read is bounded
+   * by the share of the request that starts it (so it fails, and counts as failed, when that request
+   * answers 503); a request sharing it through the cache waits only its own share, so one that
+   * arrived later (or spent longer on its own lookups) still answers in time.
    */
-  const waitFor = <T>(read: Promise<T>, elapsedMs: number) =>
-    within(read, Math.max(0, timeoutMs - REPLY_HEADROOM_MS - elapsedMs));
+  const budget = (elapsedMs: number) => Math.max(0, timeoutMs - REPLY_HEADROOM_MS - elapsedMs);
   const positions = new TtlCache<PositionReading>(options.cacheMs ?? 5000);
   const healths = new TtlCache<HealthReading>(options.cacheMs ?? 5000);
   const heads = new TtlCache<bigint>(options.headMs ?? 1000);
@@ -110,10 +110,9 @@ export function createChainReader(options: ChainReaderOptions) {
   };
 
   /**
-   * Runs one read within the whole bound (a read shared through the cache ends even if the request
-   * that started it has gone); any failure of the RPC becomes 503 chain_rpc_unavailable.
+   * Runs one read within `ms`; any failure of the RPC becomes 503 chain_rpc_unavailable.
    */
-  async function bounded<T>(chainId: number, fn: () => Promise<T>): Promise<T> {
+  async function bounded<T>(chainId: number, ms: number, fn: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const started = performance.now();
     const chain = String(chainId);
@@ -121,7 +120,7 @@ export function createChainReader(options: ChainReaderOptions) {
       const value = await Promise.race([
         fn(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error('chain read timed out')), timeoutMs);
+          timer = setTimeout(() => reject(new Error('chain read timed out')), ms);
         }),
       ]);
       chainReadDuration.observe(
@@ -153,8 +152,9 @@ export function createChainReader(options: ChainReaderOptions) {
     /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
     readPosition(product: Product, wallet: `0x${string}`, elapsedMs = 0): Promise<PositionReading> {
       const engine = product.engineAddress!;
+      const ms = budget(elapsedMs);
       const read = positions.get(`${product.chainId}:${engine}:${wallet}`, () =>
-        bounded(product.chainId, async () => {
+        bounded(product.chainId, ms, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
           const { shares, assets } = await readPosition(client, {
@@ -165,14 +165,15 @@ export function createChainReader(options: ChainReaderOptions) {
           return { shares, assets, blockNumber };
         }),
       );
-      return waitFor(read, elapsedMs);
+      return within(read, ms);
     },
 
     /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
     readHealth(product: Product, elapsedMs = 0): Promise<HealthReading> {
       const engine = product.engineAddress!;
+      const ms = budget(elapsedMs);
       const read = healths.get(`${product.chainId}:${engine}`, () =>
-        bounded(product.chainId, async () => {
+        bounded(product.chainId, ms, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
           const [flags, upstream, exits, scheduledFeeChange] = await Promise.all([
@@ -195,7 +196,7 @@ export function createChainReader(options: ChainReaderOptions) {
           };
         }),
       );
-      return waitFor(read, elapsedMs);
+      return within(read, ms);
     },
   };
 }

@@ -430,6 +430,10 @@ const DESTINATION_NOTE =
   'or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept ' +
   'as failed, and re-enabling it replays them.';
 
+/** The test event goes only where it is asked for, which the note above would contradict. */
+const PING_NOTE =
+  'Sent only on request (the portal\'s "Send a test event"), to that one destination, a disabled one too.';
+
 export function openApiWebhooks(): OpenApiWebhooks {
   return Object.fromEntries(
     OUTBOUND_EVENT_TYPES.map((type) => {
@@ -438,7 +442,7 @@ export function openApiWebhooks(): OpenApiWebhooks {
         post: {
           operationId: `webhook_${type.replace(/\W/g, '_')}`,
           summary: type,
-          description: `${e.description}\n\nDedupe key: ${e.dedupeKey}.\n\n${DESTINATION_NOTE}`,
+          description: `${e.description}\n\nDedupe key: ${e.dedupeKey}.\n\n${type === 'ping' ? PING_NOTE : DESTINATION_NOTE}`,
           tags: ['Webhooks'],
           parameters: DELIVERY_HEADERS,
           requestBody: {

@@ -223,6 +223,8 @@ export type webhooks = {
          * @description The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day.
          *
          *     Dedupe key: (event_type, slug, date).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_apy_change"];
         delete?: never;
@@ -245,6 +247,8 @@ export type webhooks = {
          * @description An engine `Deposit` log reached the chain's confirmation depth: shares were minted to the user.
          *
          *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_deposit_confirmed"];
         delete?: never;
@@ -267,6 +271,8 @@ export type webhooks = {
          * @description A test event, sent on request to one destination only (whatever event types it subscribes to) to check that it receives and verifies deliveries. Carries no business data; answer `2xx`.
          *
          *     Dedupe key: (event_type, event id): every request sends a new one.
+         *
+         *     Sent only on request (the portal's "Send a test event"), to that one destination, a disabled one too.
          */
         post: operations["webhook_ping"];
         delete?: never;
@@ -289,6 +295,8 @@ export type webhooks = {
          * @description The engine of a product was deployed: the product left `pending_deploy`.
          *
          *     Dedupe key: (event_type, slug).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_product_deployed"];
         delete?: never;
@@ -311,6 +319,8 @@ export type webhooks = {
          * @description An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred.
          *
          *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_redeem_confirmed"];
         delete?: never;
@@ -333,6 +343,8 @@ export type webhooks = {
          * @description An engine `RedeemRequested` log reached the confirmation depth (asynchronous vaults only): the user asked to redeem; assets follow at settlement.
          *
          *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_redeem_requested"];
         delete?: never;
@@ -355,6 +367,8 @@ export type webhooks = {
          * @description The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day.
          *
          *     Dedupe key: (event_type, slug, date).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_tvl_alert"];
         delete?: never;
@@ -377,6 +391,8 @@ export type webhooks = {
          * @description The product entered `paused` (operator, engine paused on chain, or the upstream vault halted); re-sent once per UTC day while it stays paused. Resuming sends nothing.
          *
          *     Dedupe key: (event_type, slug, UTC day); every entry into paused is sent.
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_vault_pause"];
         delete?: never;

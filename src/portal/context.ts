@@ -15,6 +15,7 @@ import { createProductsRepo, type Environment, type ProductsRepo } from '../db/p
 import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import type { Mailer } from './mailer.ts';
+import type { WebhookPagesCache } from './webhook-pages-cache.ts';
 
 export interface PortalSession {
   member: Member;
@@ -51,6 +52,8 @@ export function createPortalContext(deps: {
   reads?:
     | { products: ProductsRepo; snapshots: SnapshotReads; cache: Pick<ReadCache, 'get'> }
     | undefined;
+  /** What the webhook pages read, kept until it changes (webhook-pages-cache.ts); else read. */
+  webhookPages?: WebhookPagesCache | undefined;
   mailer: Mailer;
   publicUrl: () => string;
   /** Clock of the dashboards' day windows (tests pin it). */
@@ -73,6 +76,10 @@ export function createPortalContext(deps: {
     snapshots: deps.reads?.snapshots ?? createSnapshotReads(deps.db),
     /** The API's read cache, for what the pages build from the read model alone. */
     cache: deps.reads?.cache,
+    webhookPages: deps.webhookPages ?? {
+      get: <T>(_key: string, load: () => Promise<T>) => load(),
+      close: async () => {},
+    },
     now: deps.now ?? (() => new Date()),
     /** The path prefix the browser sees (`/portal`, or `` when the portal has its own origin). */
     base: () => new URL(publicUrl()).pathname.replace(/\/+$/, ''),

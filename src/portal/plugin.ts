@@ -53,6 +53,7 @@ import { webhookEditRoutes } from './routes/webhook-edit.ts';
 import { webhooksRoutes } from './routes/webhooks.ts';
 import { createSignedInCache } from './signed-in-cache.ts';
 import { staticAssets } from './static-assets.ts';
+import { createWebhookPagesCache } from './webhook-pages-cache.ts';
 
 export interface PortalOptions {
   db: Database;
@@ -107,12 +108,16 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     // Well inside the inactivity limit, however short an operator sets it.
     ttlMs: Math.min(30_000, opts.idleMs / 2),
   });
+  // Cached only where this process hears of every change as it commits (PGlite); see there.
+  const webhookPages = await createWebhookPagesCache(opts.db);
+  app.addHook('onClose', () => webhookPages.close());
   const ctx = createPortalContext({
     db: opts.db,
     logger: opts.logger,
     sessions: signedIn.sessions,
     changingMember: signedIn.changingMember,
     reads: opts.reads,
+    webhookPages,
     mailer: opts.mailer,
     publicUrl: opts.publicUrl,
     now: opts.now,

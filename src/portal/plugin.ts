@@ -28,6 +28,7 @@ import type { SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import { createSecretBox, type SecretBox } from '../webhooks/secret-box.ts';
+import { createChangeCache } from './change-cache.ts';
 import {
   createPortalContext,
   type PortalContext,
@@ -53,7 +54,6 @@ import { webhookEditRoutes } from './routes/webhook-edit.ts';
 import { webhooksRoutes } from './routes/webhooks.ts';
 import { createSignedInCache } from './signed-in-cache.ts';
 import { staticAssets } from './static-assets.ts';
-import { createWebhookPagesCache } from './webhook-pages-cache.ts';
 
 export interface PortalOptions {
   db: Database;
@@ -109,8 +109,12 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     ttlMs: Math.min(30_000, opts.idleMs / 2),
   });
   // Cached only where this process hears of every change as it commits (PGlite); see there.
-  const webhookPages = await createWebhookPagesCache(opts.db);
-  app.addHook('onClose', () => webhookPages.close());
+  const webhookPages = await createChangeCache(opts.db, 'webhook_changes');
+  const teamPages = await createChangeCache(opts.db, 'team_changes');
+  app.addHook('onClose', async () => {
+    await webhookPages.close();
+    await teamPages.close();
+  });
   const ctx = createPortalContext({
     db: opts.db,
     logger: opts.logger,
@@ -118,6 +122,7 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     changingMember: signedIn.changingMember,
     reads: opts.reads,
     webhookPages,
+    teamPages,
     mailer: opts.mailer,
     publicUrl: opts.publicUrl,
     now: opts.now,

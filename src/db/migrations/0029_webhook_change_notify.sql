@@ -1,5 +1,5 @@
 -- #16, the portal's webhook pages on PGlite: they keep what they read in memory until the data
--- behind them changes (portal/webhook-pages-cache.ts). Every committed statement that changes a row
+-- behind them changes (portal/change-cache.ts). Every committed statement that changes a row
 -- of a table those pages read sends a notification on the channel `webhook_changes`, whoever wrote
 -- it (the portal, the API's inbound endpoint, the dispatcher, the health and retention jobs, the
 -- indexer). PGlite delivers it to its one process before the writing call returns, so the next page

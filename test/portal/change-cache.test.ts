@@ -1,17 +1,20 @@
 /**
- * The webhook pages keep what they read until it changes (src/portal/webhook-pages-cache.ts): on
- * PGlite the triggers of migration 0029 drop it at every committed change, on PostgreSQL nothing is
- * kept. On each engine, every change is seen on the very next page load: a member's own (edit,
- * rotate, ping, replay, disable, enable, remove, inbound secret), the dispatcher's attempts, the
- * indexer's events and the API's inbound events. And the cache itself: one read while nothing
- * changes (PGlite), a read overlapping a change not kept, entries expiring, none on PostgreSQL.
+ * The webhook, keys, team and audit pages keep what they read until it changes
+ * (src/portal/change-cache.ts): on PGlite the triggers of migrations 0029 and 0030 drop it at every
+ * committed change, on PostgreSQL nothing is kept. On each engine, every change is seen on the very
+ * next page load: a member's own (edit, rotate, ping, replay, disable, enable, remove, inbound
+ * secret; a key created or revoked; a member invited, removed), the dispatcher's attempts, the
+ * indexer's events, the API's inbound events and key uses, the operator's CLI. And the cache itself:
+ * one read while nothing changes (PGlite), a read overlapping a change not kept, entries expiring,
+ * none on PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createDeliveryQueue } from '../../src/db/webhook-delivery-queue.ts';
-import { createWebhookPagesCache } from '../../src/portal/webhook-pages-cache.ts';
+import { createChangeCache } from '../../src/portal/change-cache.ts';
+import { inviteMember } from '../../src/portal/sign-in-links.ts';
 import { signPayload } from '../../src/webhooks/signature.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { type Harness, portalHarness, text } from './harness.ts';
@@ -178,7 +181,61 @@ describe.each(storageEngines())('webhook pages after a change, on %s', (engine) 
   });
 });
 
-describe.each(storageEngines())('the webhook pages cache on %s', (engine) => {
+describe.each(storageEngines())('keys, team and audit pages after a change, on %s', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await portalHarness({ engine });
+  });
+  afterAll(async () => h?.close());
+
+  it('shows keys created, used and revoked, members invited and removed, and the audit entries, on the next load', async () => {
+    const owner = await h.signedIn(`keys-${engine}@example.com`, 'owner');
+    const keys = '/portal/live/keys';
+    expect((await owner.get(keys)).status).toBe(200);
+    const audit = async () => text((await owner.get('/portal/live/audit')).body);
+    expect(await audit()).not.toContain('Created a key');
+
+    // A key made in the portal, then one by the operator (the CLI's repository call).
+    await owner.post(keys, { name: 'Portal key' });
+    expect(text((await owner.get(keys)).body)).toContain('Portal key');
+    expect(await audit()).toContain('Created a key');
+    const cli = await createApiKeysRepo(h.t.db).create(h.partner.id, 'live', 'Operator key');
+    let page = text((await owner.get(keys)).body);
+    expect(page).toContain('Operator key');
+    expect(page).toMatch(/Operator key .*? Never/);
+
+    // A use through the API: its last use shows.
+    const used = await h.app.inject({
+      url: '/api/partner/products',
+      headers: { 'x-api-key': cli.key },
+    });
+    expect(used.statusCode).toBe(200);
+    page = text((await owner.get(keys)).body);
+    expect(page).not.toMatch(/Operator key .*? Never/);
+
+    // Revoke it in the portal.
+    await owner.get(`${keys}/${cli.record.id}/revoke`);
+    expect((await owner.post(`${keys}/${cli.record.id}/revoke`)).status).toBe(303);
+    expect(text((await owner.get(keys)).body)).toMatch(/Operator key .*? Revoked/);
+    expect(await audit()).toContain('Revoked a key');
+
+    // Team: a member the operator invites, then removed in the portal.
+    const team = '/portal/live/team';
+    expect(text((await owner.get(team)).body)).not.toContain(`invited-${engine}@example.com`);
+    const invited = await inviteMember(h.t.db, {
+      partnerId: h.partner.id,
+      email: `invited-${engine}@example.com`,
+      role: 'viewer',
+    });
+    expect(text((await owner.get(team)).body)).toContain(`invited-${engine}@example.com`);
+    await owner.get(`${team}/${invited.id}/remove`);
+    expect((await owner.post(`${team}/${invited.id}/remove`)).status).toBe(303);
+    expect(text((await owner.get(team)).body)).not.toContain(`invited-${engine}@example.com`);
+    expect(await audit()).toContain('Removed a member');
+  });
+});
+
+describe.each(storageEngines())('the pages cache on %s', (engine) => {
   let t: TestDatabase;
   let partnerId: string;
   beforeAll(async () => {
@@ -201,7 +258,7 @@ describe.each(storageEngines())('the webhook pages cache on %s', (engine) => {
       ? 'reads once while nothing changes, and again after any committed change'
       : 'reads every time (no process hears of every change in time)',
     async () => {
-      const cache = await createWebhookPagesCache(t.db);
+      const cache = await createChangeCache(t.db, 'webhook_changes');
       let loads = 0;
       const load = async () => ++loads;
       await cache.get('k', load);
@@ -229,7 +286,7 @@ describe.each(storageEngines())('the webhook pages cache on %s', (engine) => {
   );
 
   it('does not keep a read that overlapped a change', async () => {
-    const cache = await createWebhookPagesCache(t.db);
+    const cache = await createChangeCache(t.db, 'webhook_changes');
     let loads = 0;
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {
@@ -254,7 +311,10 @@ describe.each(storageEngines())('the webhook pages cache on %s', (engine) => {
 
   it('lets an entry live at most maxAgeMs', async () => {
     let clock = 0;
-    const cache = await createWebhookPagesCache(t.db, { maxAgeMs: 1000, now: () => clock });
+    const cache = await createChangeCache(t.db, 'webhook_changes', {
+      maxAgeMs: 1000,
+      now: () => clock,
+    });
     let loads = 0;
     const load = async () => ++loads;
     await cache.get('k', load);

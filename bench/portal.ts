@@ -14,6 +14,10 @@
  * Prints req/s, p50, p99 per page and the bare route's, and the page weights, with the machine's
  * load average before and after (a shared machine's neighbours show in the figures). It measures;
  * it fails only when a page answers something other than 200.
+ *
+ * BENCH_PAGES (comma-separated, case-insensitive parts of page names, e.g. `webhook,inbound,keys`)
+ * measures only those pages, so a before/after comparison can run back to back while the
+ * machine's load is about the same; the Chromium render runs only when the 365-day page is chosen.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
@@ -25,6 +29,12 @@ import pg from 'pg';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
+const PAGE_FILTER = (process.env.BENCH_PAGES ?? '')
+  .split(',')
+  .map((s) => s.trim().toLowerCase())
+  .filter(Boolean);
+const chosenPage = (name: string) =>
+  PAGE_FILTER.length === 0 || PAGE_FILTER.some((part) => name.toLowerCase().includes(part));
 const USERS = 20;
 
 function start(
@@ -250,7 +260,7 @@ async function benchEngine(engine: 'pglite' | 'postgres') {
       { name: 'Webhook destination', path: `/live/webhooks/${info.destination}` },
       { name: 'Inbound webhooks', path: '/live/webhooks/inbound' },
       { name: 'Lifecycle event', path: `/live/webhooks/events/${info.event}` },
-    ];
+    ].filter((p) => chosenPage(p.name));
     const loadBefore = loadavg();
 
     const results: Result[] = [await load('bare Fastify route', `${bare.match[1]}/bare`, [])];
@@ -264,10 +274,12 @@ async function benchEngine(engine: 'pglite' | 'postgres') {
     for (const p of pages)
       weights.push({ ...p, ...(await weigh(`${info.portal}${p.path}`, cookies[0]!)) });
 
-    const render = await renderInChromium(
-      `${info.portal}/live/products/${info.products[0]}?days=365`,
-      cookies[0]!,
-    );
+    const render = pages.some((p) => p.name === 'Product, 365 days')
+      ? await renderInChromium(
+          `${info.portal}/live/products/${info.products[0]}?days=365`,
+          cookies[0]!,
+        )
+      : undefined;
 
     const bareRps = results[0]!.rps;
     console.log(

@@ -38,6 +38,13 @@ export interface Database extends Queryable {
   readonly engine: 'pglite' | 'postgres';
   /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * PGlite only: calls `onNotify` for each notification on `channel` (a trigger's pg_notify),
+   * before the call that committed it resolves, as every writer of an embedded database runs in
+   * this process. Resolves to a function that stops listening. PostgreSQL has no such method:
+   * there a notification arrives later, on another connection, from any process.
+   */
+  listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -173,7 +180,14 @@ async function openPglite(dataDir: string | undefined, unlock: () => void): Prom
     // PostgreSQL's default 128 MB of shared buffers lives in the WASM heap, i.e. in this process's
     // RSS; the files are in the OS page cache anyway. Measured on bench:api: 250–280 MB RSS instead
     // of 385–425 MB, at the same throughput.
-    startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
+    // pys.notify_changes: the triggers of migration 0029 notify the process (see listen()).
+    startParams: [
+      ...PGlite.defaultStartParams,
+      '-c',
+      'shared_buffers=16MB',
+      '-c',
+      'pys.notify_changes=on',
+    ],
     parsers: { [OID.INT8]: asText, [OID.NUMERIC]: asText, [OID.DATE]: asText },
   });
   await db.waitReady;
@@ -205,6 +219,11 @@ async function openPglite(dataDir: string | undefined, unlock: () => void): Prom
       await db.exec(sql);
     },
     copyFrom: (table, columns, text) => copy(db, table, columns, text),
+    // PGlite queues the listeners as microtasks while it reads the committing statement's answer.
+    listen: async (channel, onNotify) => {
+      const stop = await db.listen(channel, () => onNotify());
+      return () => stop();
+    },
     transaction: (fn) =>
       db.transaction((tx) =>
         fn({

@@ -14,6 +14,7 @@ import { createSignInTokensRepo } from '../db/portal-sign-in-tokens.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
 import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
+import { type ChangeCache, uncached } from './change-cache.ts';
 import type { Mailer } from './mailer.ts';
 
 export interface PortalSession {
@@ -51,6 +52,10 @@ export function createPortalContext(deps: {
   reads?:
     | { products: ProductsRepo; snapshots: SnapshotReads; cache: Pick<ReadCache, 'get'> }
     | undefined;
+  /** What the webhook pages, and the keys, team and audit pages, read, kept until it changes
+   * (change-cache.ts); without them, read every time. */
+  webhookPages?: ChangeCache | undefined;
+  teamPages?: ChangeCache | undefined;
   mailer: Mailer;
   publicUrl: () => string;
   /** Clock of the dashboards' day windows (tests pin it). */
@@ -73,6 +78,8 @@ export function createPortalContext(deps: {
     snapshots: deps.reads?.snapshots ?? createSnapshotReads(deps.db),
     /** The API's read cache, for what the pages build from the read model alone. */
     cache: deps.reads?.cache,
+    webhookPages: deps.webhookPages ?? uncached,
+    teamPages: deps.teamPages ?? uncached,
     now: deps.now ?? (() => new Date()),
     /** The path prefix the browser sees (`/portal`, or `` when the portal has its own origin). */
     base: () => new URL(publicUrl()).pathname.replace(/\/+$/, ''),

@@ -28,6 +28,7 @@ import type { SnapshotReads } from '../db/snapshot-reads.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import { createSecretBox, type SecretBox } from '../webhooks/secret-box.ts';
+import { createChangeCache } from './change-cache.ts';
 import {
   createPortalContext,
   type PortalContext,
@@ -107,12 +108,21 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     // Well inside the inactivity limit, however short an operator sets it.
     ttlMs: Math.min(30_000, opts.idleMs / 2),
   });
+  // Cached only where this process hears of every change as it commits (PGlite); see there.
+  const webhookPages = await createChangeCache(opts.db, 'webhook_changes');
+  const teamPages = await createChangeCache(opts.db, 'team_changes');
+  app.addHook('onClose', async () => {
+    await webhookPages.close();
+    await teamPages.close();
+  });
   const ctx = createPortalContext({
     db: opts.db,
     logger: opts.logger,
     sessions: signedIn.sessions,
     changingMember: signedIn.changingMember,
     reads: opts.reads,
+    webhookPages,
+    teamPages,
     mailer: opts.mailer,
     publicUrl: opts.publicUrl,
     now: opts.now,

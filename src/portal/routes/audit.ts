@@ -40,7 +40,9 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
           `As ${member.role} you cannot see the audit log. Owners and admins can.`,
         );
       }
-      const entries = await ctx.audit.list(member.partnerId);
+      const entries = await ctx.teamPages.get(`audit:${member.partnerId}`, () =>
+        ctx.audit.list(member.partnerId),
+      );
       return sendPage(
         reply,
         page({

@@ -51,10 +51,18 @@ export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugin
       html`<a href="${base()}/${env}/webhooks/events/${id}"><code class="long-id">${id}</code></a>`;
 
     async function inboundPage(member: Member, env: Environment, csrf: string, created?: Html) {
-      const [info, recent] = await Promise.all([
-        inboundSecrets.list(member.partnerId).then((all) => all.find((s) => s.environment === env)),
-        inboundEvents.recent(member.partnerId, env, RECENT_INBOUND_EVENTS),
-      ]);
+      const { info, recent } = await ctx.webhookPages.get(
+        `inbound:${member.partnerId}:${env}`,
+        async () => {
+          const [info, recent] = await Promise.all([
+            inboundSecrets
+              .list(member.partnerId)
+              .then((all) => all.find((s) => s.environment === env)),
+            inboundEvents.recent(member.partnerId, env, RECENT_INBOUND_EVENTS),
+          ]);
+          return { info, recent };
+        },
+      );
       const manage = canManageWebhooks(member.role, env);
       const anyRepeat = recent.some((e) => e.duplicateCount > 0 || e.conflictCount > 0);
       return page({
@@ -124,9 +132,13 @@ ${
       },
     );
 
-    /** A lifecycle event of the member's partner in this environment, or 404. */
-    async function ownEvent(member: Member, env: Environment, id: string): Promise<StoredEvent> {
-      const e = await events.findById(id);
+    /** The event read for `id` if it is one of the member's partner in this environment, or 404. */
+    function ownEvent(
+      e: StoredEvent | undefined,
+      member: Member,
+      env: Environment,
+      id: string,
+    ): StoredEvent {
       if (!e || e.partnerId !== member.partnerId || e.environment !== env) {
         throw new PortalError(
           404,
@@ -142,15 +154,22 @@ ${
       async (request, reply) => {
         const env = envParam(request);
         const { member } = sessionOf(request);
-        const e = await ownEvent(member, env, request.params.id);
-        const [announced, sent, product] = await Promise.all([
-          inboundEvents.linkedTo(e.id),
-          deliveries.list({ eventId: e.id, limit: 100 }),
-          // From the cached list of the environment's products (no query on a warm cache).
-          ctx.products
-            .listForPartner(member.partnerId, env)
-            .then((list) => list.find((p) => p.id === e.productId)),
-        ]);
+        const id = request.params.id;
+        const read = await ctx.webhookPages.get(`event:${id}`, async () => {
+          const found = await events.findById(id);
+          if (!found) return undefined;
+          const [announced, sent] = await Promise.all([
+            inboundEvents.linkedTo(id),
+            deliveries.list({ eventId: id, limit: 100 }),
+          ]);
+          return { found, announced, sent };
+        });
+        const e = ownEvent(read?.found, member, env, id);
+        const { announced, sent } = read!;
+        // From the cached list of the environment's products (no query on a warm cache).
+        const product = await ctx.products
+          .listForPartner(member.partnerId, env)
+          .then((list) => list.find((p) => p.id === e.productId));
         let payload = e.payload;
         try {
           payload = JSON.stringify(JSON.parse(e.payload), null, 2);

@@ -84,7 +84,9 @@ export function keysRoutes(ctx: PortalContext): FastifyPluginAsync {
       csrf: string,
       extra: { created?: Html; errors?: string[]; name?: string; notice?: string } = {},
     ) {
-      const keys = await ctx.keys.list(member.partnerId, env);
+      const keys = await ctx.teamPages.get(`keys:${member.partnerId}:${env}`, () =>
+        ctx.keys.list(member.partnerId, env),
+      );
       const manage = canManageKeys(member.role, env);
       const invalid = extra.errors?.length ? html` aria-invalid="true"` : '';
       const body = html`<p class="lead">Send a key as the <code>X-Api-Key</code> header of every partner API call. ${

@@ -43,7 +43,9 @@ export function teamRoutes(ctx: PortalContext): FastifyPluginAsync {
       csrf: string,
       extra: { errors?: string[]; email?: string; role?: string; notice?: string } = {},
     ) {
-      const members = await ctx.members.listActive(member.partnerId);
+      const members = await ctx.teamPages.get(`team:${member.partnerId}`, () =>
+        ctx.members.listActive(member.partnerId),
+      );
       const manage = can(member.role, 'team.manage');
       const roles = MEMBER_ROLES.filter((r) => canManageRole(member.role, r));
       const invalid = extra.errors?.length ? html` aria-invalid="true"` : '';

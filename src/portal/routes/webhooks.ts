@@ -97,7 +97,16 @@ export async function ownDestination(
   env: Environment,
   id: string,
 ): Promise<WebhookDestination> {
-  const d = await destinations.find(id);
+  return ownOr404(await destinations.find(id), member, env, id);
+}
+
+/** The destination read for `id` if it is an active one of the member's team in `env`, or 404. */
+function ownOr404(
+  d: WebhookDestination | undefined,
+  member: Member,
+  env: Environment,
+  id: string,
+): WebhookDestination {
   if (!d || d.partnerId !== member.partnerId || d.environment !== env || d.removedAt) {
     throw new PortalError(
       404,
@@ -123,6 +132,10 @@ export function eventTypePicker(checked: readonly string[]): Html {
   })}
 </fieldset>`;
 }
+
+/** When the health figures' 24 hours end: they are read at most a few seconds before the page. */
+const healthAsOf = (at: Date) =>
+  html`<time datetime="${at.toISOString()}">${at.toISOString().slice(11, 19)} UTC</time>`;
 
 function healthSummary(h: DestinationHealth | undefined, d: WebhookDestination): Html {
   if (d.disabledAt) {
@@ -168,12 +181,22 @@ export function webhooksRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugi
         notice?: string;
       } = {},
     ) {
-      const list = await destinations.list({ partnerId: member.partnerId, environment: env });
-      const stats = new Map(
-        (list.length ? await health.stats(list.map((d) => d.id)) : []).map((h) => [
-          h.destinationId,
-          h,
-        ]),
+      const { list, stats, at } = await ctx.webhookPages.get(
+        `list:${member.partnerId}:${env}`,
+        async () => {
+          const at = new Date();
+          const list = await destinations.list({ partnerId: member.partnerId, environment: env });
+          const stats = new Map(
+            (list.length
+              ? await health.stats(
+                  list.map((d) => d.id),
+                  at,
+                )
+              : []
+            ).map((h) => [h.destinationId, h]),
+          );
+          return { list, stats, at };
+        },
       );
       const manage = canManageWebhooks(member.role, env);
       const body = html`<p class="lead">We send a signed HTTPS POST to each destination when something happens to your ${env} products. <a href="${base()}/${env}/webhooks/inbound">Inbound webhooks</a> are the events you send us.</p>
@@ -195,7 +218,8 @@ ${
     <td>${time(h?.lastSuccessAt, 'Never')}</td>
   </tr>`;
   })}</tbody>
-</table>`
+</table>
+<p class="hint">Health over the 24 h to ${healthAsOf(at)}.</p>`
 }
 ${
   manage
@@ -301,16 +325,27 @@ ${
     }>('/:env/webhooks/:id', async (request, reply) => {
       const env = envParam(request);
       const { member } = sessionOf(request);
-      const d = await own(member, env, request.params.id);
+      const id = request.params.id;
       const q = request.query;
       const status = DELIVERY_STATUSES.includes(q.status as DeliveryStatus)
         ? (q.status as DeliveryStatus)
         : undefined;
       const type = typeof q.type === 'string' && q.type !== '' ? q.type : undefined;
       const since = parseUtcTime(q.since);
-      const [h] = await health.stats([d.id]);
-      // The log's filters: status in the query, type and time here (the newest 1,000 are read).
-      const rows = (await deliveries.list({ destinationId: d.id, status, limit: 1000 })).filter(
+      const read = await ctx.webhookPages.get(`destination:${id}:${status ?? ''}`, async () => {
+        const found = await destinations.find(id);
+        if (!found) return undefined;
+        const at = new Date();
+        const [[h], log] = await Promise.all([
+          health.stats([id], at),
+          // The log's filters: status in the query, type and time below (the newest 1,000 are read).
+          deliveries.list({ destinationId: id, status, limit: 1000 }),
+        ]);
+        return { found, h, log, at };
+      });
+      const d = ownOr404(read?.found, member, env, id);
+      const { h, at } = read!;
+      const rows = read!.log.filter(
         (r) => (!type || r.eventType === type) && (!since || r.createdAt >= since),
       );
       const csrf = reply.generateCsrf();
@@ -338,6 +373,7 @@ ${
           section: 'webhooks',
           notice,
           body: destinationBody(d, h, rows, {
+            at,
             csrf,
             manage,
             here,
@@ -355,6 +391,8 @@ ${
       h: DestinationHealth | undefined,
       rows: WebhookDelivery[],
       o: {
+        /** When the health figures were read. */
+        at: Date;
         csrf: string;
         manage: boolean;
         here: string;
@@ -366,6 +404,11 @@ ${
     ): Html {
       const csrfField = html`<input type="hidden" name="_csrf" value="${o.csrf}">`;
       const rate = h?.window.successRate;
+      // Read with the destination, possibly seconds ago: a previous secret past its end is gone.
+      const previous =
+        d.previousSecret && d.previousSecret.expiresAt.getTime() > Date.now()
+          ? d.previousSecret
+          : null;
       return html`<p class="lead"><code>${d.url}</code></p>
 ${o.pendingPing ? html`<div hx-get="${o.here}?notice=pinged" hx-trigger="every 1s" hx-select="main" hx-target="main" hx-swap="outerHTML"></div>` : ''}
 <dl class="figures">
@@ -375,6 +418,7 @@ ${o.pendingPing ? html`<div hx-get="${o.here}?notice=pinged" hx-trigger="every 1
   <div><dt>Last success</dt><dd>${time(h?.lastSuccessAt, 'Never')}</dd></div>
   <div><dt>Last failure</dt><dd>${h?.lastFailure ? html`${time(h.lastFailure.at)}<br><span class="hint">${h.lastFailure.statusCode !== null ? `HTTP ${h.lastFailure.statusCode}` : (h.lastFailure.error ?? '')}</span>` : 'None'}</dd></div>
 </dl>
+<p class="hint">Figures over the 24 h to ${healthAsOf(o.at)}.</p>
 ${
   d.disabledAt
     ? (
@@ -395,7 +439,7 @@ ${
   <dl class="pairs">
     <dt>Events</dt><dd>${d.eventTypes ? d.eventTypes.map((t, i) => html`${i ? ', ' : ''}<code>${t}</code>`) : 'All types'}</dd>
     <dt>Signing secret</dt><dd>fingerprint <code>${d.secretFingerprint}</code>${d.secretRotatedAt ? html`, rotated ${time(d.secretRotatedAt)}` : ''}</dd>
-    ${d.previousSecret ? html`<dt>Previous secret</dt><dd><code>${d.previousSecret.fingerprint}</code> still signs until ${time(d.previousSecret.expiresAt)}</dd>` : ''}
+    ${previous ? html`<dt>Previous secret</dt><dd><code>${previous.fingerprint}</code> still signs until ${time(previous.expiresAt)}</dd>` : ''}
     <dt>Added</dt><dd>${time(d.createdAt)}</dd>
   </dl>
   ${

@@ -1,0 +1,64 @@
+/**
+ * What a group of portal pages reads, kept in this process until the data behind it changes, so
+ * that a page load is no database work when nothing changed. Two groups, each with its channel of
+ * db/portal-changes.ts: the webhook pages (the destinations with their health, a destination's
+ * delivery log, the inbound page, a lifecycle event with its deliveries), and the keys, team and
+ * audit pages.
+ *
+ * It holds only where one process sees every write as it commits: an embedded PGlite database,
+ * which one process owns (db/pglite-lock.ts) and whose triggers (migrations 0029, 0030) tell it of
+ * each change before the writing call returns, whoever wrote (a member's edit, replay, rotation or
+ * new key; the dispatcher's attempts; an inbound event; an API key's use; the health and retention
+ * jobs). A change drops every entry of its group, so no page is ever shown older than the last
+ * committed write. With PostgreSQL several processes write and nothing would tell this one in
+ * time, so there it does not cache: every load reads, as before (PostgreSQL answers those reads in
+ * parallel, well within the pages' budget).
+ *
+ * Entries also expire after `maxAgeMs`: the webhook health figures are over the 24 hours before
+ * they were read, and the pages say when that was (docs/portal.md).
+ */
+import type { Database } from '../db/client.ts';
+import { type ChangeChannel, onPortalChange } from '../db/portal-changes.ts';
+
+export interface ChangeCache {
+  /** The value cached under key, or load()'s, kept until a change or maxAgeMs. */
+  get<T>(key: string, load: () => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Reads every time: where nothing tells this process of every change (and in unit tests). */
+export const uncached: ChangeCache = { get: (_key, load) => load(), close: async () => {} };
+
+export async function createChangeCache(
+  db: Database,
+  channel: ChangeChannel,
+  options: { maxAgeMs?: number; maxEntries?: number; now?: () => number } = {},
+): Promise<ChangeCache> {
+  const maxAgeMs = options.maxAgeMs ?? 10_000;
+  const maxEntries = options.maxEntries ?? 500;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, { until: number; value: Promise<unknown> }>();
+  // A load that overlapped a change may have read before it: the change's clear() drops its entry,
+  // which was stored when the load began.
+  const stop = await onPortalChange(db, channel, () => entries.clear());
+  if (!stop) return uncached;
+  return {
+    get<T>(key: string, load: () => Promise<T>): Promise<T> {
+      const t = now();
+      const hit = entries.get(key);
+      if (hit && hit.until > t) return hit.value as Promise<T>;
+      if (entries.size >= maxEntries) entries.clear();
+      const value = load();
+      entries.set(key, { until: t + maxAgeMs, value });
+      value.catch(() => {
+        if (entries.get(key)?.value === value) entries.delete(key);
+      });
+      return value;
+    },
+    close: async () => {
+      entries.clear();
+      // Closing the database first ended the listening already.
+      await stop().catch(() => {});
+    },
+  };
+}

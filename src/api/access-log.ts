@@ -1,8 +1,12 @@
 /**
  * One access-log line per request, with only fields that cannot carry a secret: never headers,
  * and a URL whose credentials (an API key or a portal sign-in token in the query) are redacted.
+ * The same hook records the request metrics when they are on (src/api/http-metrics.ts): one hook
+ * reads the route, status and latency once for both, so metrics add a map update per request and
+ * no hook of their own.
  */
 import type { BaseApp } from './fastify-app.ts';
+import { recordRequestMetrics } from './http-metrics.ts';
 
 /** Query parameter names whose values are credentials (compared decoded and lower-cased). */
 const SECRET_QUERY_PARAMS = new Set([
@@ -44,22 +48,28 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, q)}?${query}`;
 }
 
-export function installAccessLog(app: BaseApp): void {
-  app.addHook('onResponse', async (request, reply) => {
+export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = {}): void {
+  const metrics = options.metrics === true;
+  // A callback hook, not an async one: no promise per request on the hot path.
+  app.addHook('onResponse', (request, reply, done) => {
+    const { url: route, config } = request.routeOptions;
+    const status = reply.statusCode;
+    const elapsedMs = reply.elapsedTime;
     // A 5xx is logged at error level (with the request id, as every line of a request), except
     // the readiness probe's 503: "not ready yet" is its normal answer while the service starts.
-    const level =
-      reply.statusCode < 500 ? 'info' : request.routeOptions.config?.probe ? 'warn' : 'error';
+    const level = status < 500 ? 'info' : config?.probe ? 'warn' : 'error';
     request.log[level](
       {
         method: request.method,
         url: redactUrl(request.url),
-        route: request.routeOptions.url,
-        statusCode: reply.statusCode,
-        responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+        route,
+        statusCode: status,
+        responseTimeMs: Math.round(elapsedMs * 100) / 100,
       },
       'request completed',
     );
+    if (metrics) recordRequestMetrics(request.method, route, status, elapsedMs / 1000);
+    done();
   });
 }
 

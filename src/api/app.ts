@@ -19,7 +19,6 @@ import { installAccessLog } from './access-log.ts';
 import { type ChainEntries, wireDependencies } from './dependencies.ts';
 import { clientErrorHandler, frameworkErrors, installErrorMapping } from './error-mapping.ts';
 import type { BaseApp } from './fastify-app.ts';
-import { installHttpMetrics } from './http-metrics.ts';
 import { registerOpenApi } from './openapi.ts';
 import { partnerScope } from './partner-scope.ts';
 import { installRequestIds, requestIdFor } from './request-id.ts';
@@ -90,8 +89,7 @@ export async function buildApp(deps: AppDeps) {
   });
   installRequestIds(base);
   installGracefulClose(base);
-  installAccessLog(base);
-  if (deps.httpMetrics) installHttpMetrics(base);
+  installAccessLog(base, { metrics: deps.httpMetrics === true });
   installErrorMapping(base);
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
 

@@ -4,15 +4,19 @@
  * PostgreSQL; several workers share it through `FOR UPDATE SKIP LOCKED`.
  *
  * The attempt protocol, which is what makes crashes safe:
- * 1. claim: one statement picks due rows, counts the attempt (attempts + 1) and leases the row
- *    (next_attempt_at = now + lease), and commits — before anything is sent. A claimed attempt is
- *    never claimed again, so no attempt is sent twice, and attempts never pass three.
- * 2. send.
- * 3. record: only if the row still carries that attempt (a worker whose lease ran out and whose
- *    attempt was taken over cannot overwrite the newer one): delivered, failed after the third
- *    attempt, or pending with the next attempt's due time.
- * A worker that dies between 1 and 3 leaves the row leased; when the lease ends the next attempt
- * is claimed (or, after the third, the row is failed with "outcome unknown").
+ * 1. claim: one statement picks due rows, leases them (next_attempt_at = now + lease) and bumps
+ *    `claims`, the lease's fencing token, and commits. The attempt is not counted yet.
+ * 2. markSent: once the request's connection is open and before any byte of it is written (the
+ *    sender's `beforeBody` gate), the attempt is counted (attempts + 1) under the token. Only the
+ *    current claim can count it, so no attempt number is sent twice and attempts never pass three.
+ * 3. send.
+ * 4. record: only under that token (a worker whose lease ran out and was taken over cannot
+ *    overwrite the newer attempt): delivered, failed after the third attempt, or pending with the
+ *    next attempt's due time. An attempt that failed before sending (a refused connection, a
+ *    timeout while connecting) is counted here: the receiver could not have got it, but it was tried.
+ * A worker that dies after 1 but before 2 sent nothing: when the lease ends the same attempt is
+ * claimed again. One that dies after 2 leaves an attempt whose outcome is unknown: the next attempt
+ * is claimed when the lease ends, and after the third the row is failed with "outcome unknown".
  */
 import type { Queryable } from './client.ts';
 
@@ -22,6 +26,8 @@ export interface ClaimedDelivery {
   id: string;
   /** 1, 2 or 3: the attempt this claim is. */
   attempt: number;
+  /** The claim's fencing token: markSent and record apply only while the row still carries it. */
+  claim: number;
   eventId: string;
   eventType: string;
   /** The exact JSON text to send and sign. */
@@ -38,6 +44,8 @@ export interface ClaimedDelivery {
 export interface AttemptOutcome {
   id: string;
   attempt: number;
+  /** The claim's fencing token (ClaimedDelivery.claim). */
+  claim: number;
   ok: boolean;
   statusCode: number | null;
   bodyExcerpt: string | null;
@@ -48,9 +56,17 @@ export interface AttemptOutcome {
   durationMs?: number;
 }
 
+/** A claimed attempt about to be sent (markSent). */
+export interface SendingAttempt {
+  id: string;
+  attempt: number;
+  claim: number;
+}
+
 interface ClaimRow {
   id: string;
   attempts: number;
+  claims: number;
   event_id: string;
   event_type: string;
   payload: string;
@@ -63,7 +79,10 @@ interface ClaimRow {
 
 export function createDeliveryQueue(db: Queryable) {
   return {
-    /** Claims up to `limit` due deliveries for one attempt each, leased for `leaseMs`. */
+    /**
+     * Claims up to `limit` due deliveries for one attempt each, leased for `leaseMs`. The attempt
+     * is counted by markSent (or record), not here.
+     */
     async claim(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
       const { rows } = await db.query<ClaimRow>(
         `WITH due AS (
@@ -74,13 +93,12 @@ export function createDeliveryQueue(db: Queryable) {
            FOR UPDATE SKIP LOCKED
          )
          UPDATE webhook_deliveries d
-         SET attempts = d.attempts + 1,
+         SET claims = d.claims + 1,
              next_attempt_at = now() + $2 * interval '1 millisecond',
-             last_attempt_at = now(),
              updated_at = now()
          FROM due, events e, webhook_destinations w
          WHERE d.id = due.id AND e.id = d.event_id AND w.id = d.destination_id
-         RETURNING d.id, d.attempts, d.event_id, e.event_type, e.payload, d.destination_id, w.url,
+         RETURNING d.id, d.attempts + 1 AS attempts, d.claims, d.event_id, e.event_type, e.payload, d.destination_id, w.url,
                    w.secret_ciphertext,
                    CASE WHEN w.previous_secret_expires_at > now()
                         THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
@@ -90,6 +108,7 @@ export function createDeliveryQueue(db: Queryable) {
       return rows.map((r) => ({
         id: r.id,
         attempt: r.attempts,
+        claim: r.claims,
         eventId: r.event_id,
         eventType: r.event_type,
         payload: r.payload,
@@ -99,6 +118,25 @@ export function createDeliveryQueue(db: Queryable) {
         previousSecretCiphertext: r.previous_secret_ciphertext,
         eventCreatedAt: r.event_created_at,
       }));
+    },
+
+    /**
+     * Counts claimed attempts as sent, each only while its row still carries its claim and its
+     * lease has not run out (else another worker may have it: that request is not sent). Returns
+     * the ids counted. Called just before the requests' bytes go out; one statement for a batch.
+     */
+    async markSent(attempts: readonly SendingAttempt[]): Promise<Set<string>> {
+      if (attempts.length === 0) return new Set();
+      const { rows } = await db.query<{ id: string }>(
+        `UPDATE webhook_deliveries d
+         SET attempts = r.attempt, last_attempt_at = now(), updated_at = now()
+         FROM unnest($1::text[], $2::int[], $3::int[]) AS r(id, attempt, claim)
+         WHERE d.id = r.id AND d.claims = r.claim AND d.attempts = r.attempt - 1
+           AND d.status = 'pending' AND d.next_attempt_at > now()
+         RETURNING d.id`,
+        [attempts.map((a) => a.id), attempts.map((a) => a.attempt), attempts.map((a) => a.claim)],
+      );
+      return new Set(rows.map((r) => r.id));
     },
 
     /**
@@ -112,24 +150,29 @@ export function createDeliveryQueue(db: Queryable) {
       const { rows } = await db.query<{ applied: number }>(
         `WITH r AS (
            SELECT * FROM unnest($1::text[], $2::int[], $3::boolean[], $4::int[], $5::text[],
-                                $6::text[], $7::bigint[], $8::int[])
-             AS r(id, attempt, ok, code, body, error, retry_ms, duration_ms)
+                                $6::text[], $7::bigint[], $8::int[], $9::int[])
+             AS r(id, attempt, ok, code, body, error, retry_ms, duration_ms, claim)
          ),
          updated AS (
            UPDATE webhook_deliveries d
            SET status = CASE WHEN r.ok THEN 'delivered'
-                             WHEN d.attempts >= ${MAX_ATTEMPTS} THEN 'failed'
+                             WHEN r.attempt >= ${MAX_ATTEMPTS} THEN 'failed'
                              ELSE 'pending' END,
-               next_attempt_at = CASE WHEN r.ok OR d.attempts >= ${MAX_ATTEMPTS} THEN now()
+               next_attempt_at = CASE WHEN r.ok OR r.attempt >= ${MAX_ATTEMPTS} THEN now()
                                       ELSE now() + r.retry_ms * interval '1 millisecond' END,
+               -- Counted already when it was sent; else it failed before sending, and counts now.
+               attempts = r.attempt,
+               last_attempt_at = CASE WHEN d.attempts = r.attempt THEN d.last_attempt_at
+                                      ELSE now() - r.duration_ms * interval '1 millisecond' END,
                last_response_code = r.code,
                last_response_body = r.body,
                last_error = r.error,
                delivered_at = CASE WHEN r.ok THEN now() END,
-               failed_at = CASE WHEN NOT r.ok AND d.attempts >= ${MAX_ATTEMPTS} THEN now() END,
+               failed_at = CASE WHEN NOT r.ok AND r.attempt >= ${MAX_ATTEMPTS} THEN now() END,
                updated_at = now()
            FROM r
-           WHERE d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+           WHERE d.id = r.id AND d.claims = r.claim AND d.status = 'pending'
+             AND d.attempts IN (r.attempt - 1, r.attempt)
            RETURNING d.id, d.destination_id, d.last_attempt_at, r.attempt, r.ok, r.code, r.body,
                      r.error, r.duration_ms
          ),
@@ -167,14 +210,17 @@ export function createDeliveryQueue(db: Queryable) {
           outcomes.map((o) => o.error),
           outcomes.map((o) => Math.max(0, Math.round(o.retryInMs))),
           outcomes.map((o) => Math.max(0, Math.round(o.durationMs ?? 0))),
+          outcomes.map((o) => o.claim),
         ],
       );
       return rows[0]?.applied ?? 0;
     },
 
     /**
-     * Fails deliveries whose third attempt was claimed but never recorded (the worker died) once
-     * its lease has run out: whether the receiver got it is unknown, and there is no fourth try.
+     * Fails deliveries whose third attempt was sent but never recorded (the worker died) once its
+     * lease has run out: whether the receiver got it is unknown, and there is no fourth try. A third
+     * attempt claimed but never sent is not here: its row still says two attempts, and is claimed
+     * again.
      */
     async failAbandoned(): Promise<number> {
       const { rowCount } = await db.query(

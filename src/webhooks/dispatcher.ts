@@ -2,7 +2,9 @@
  * The webhook dispatcher (worker role): claims due deliveries from the queue, signs and sends each
  * with a bounded number in flight, and records the outcomes in batches. Several dispatchers (in one
  * or many processes) can share a database; the queue's claim protocol keeps them from sending the
- * same attempt twice (see src/db/webhook-delivery-queue.ts).
+ * same attempt twice (see src/db/webhook-delivery-queue.ts). An attempt counts when its request is
+ * about to be written (the sender's `beforeBody` gate), so a worker killed while still connecting
+ * has used no attempt.
  *
  * Schedule: attempt 1 at once, attempt 2 about 60 s after the first fails, attempt 3 about 10 min
  * after the second, each delay with ±10 % jitter so a receiver's outage does not come back as one
@@ -132,9 +134,40 @@ export function createDispatcher(options: DispatcherOptions) {
       wake = done;
     });
 
+  // Attempts are counted as sent in batches: every request whose connection opened since the last
+  // statement waits for the next one (one statement in flight at a time), so a burst of sends
+  // costs a few statements, not one each.
+  const sending: Array<{ d: ClaimedDelivery; resolve: () => void; reject: (e: unknown) => void }> =
+    [];
+  let marking = false;
+  const markSending = async () => {
+    marking = true;
+    while (sending.length > 0) {
+      const batch = sending.splice(0, sending.length);
+      try {
+        const counted = await queue.markSent(
+          batch.map(({ d }) => ({ id: d.id, attempt: d.attempt, claim: d.claim })),
+        );
+        for (const b of batch) {
+          if (counted.has(b.d.id)) b.resolve();
+          else b.reject(new Error('the lease ended before sending; another worker has it'));
+        }
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+    marking = false;
+  };
+  const countAsSent = (d: ClaimedDelivery) =>
+    new Promise<void>((resolve, reject) => {
+      sending.push({ d, resolve, reject });
+      if (!marking) void markSending();
+    });
+
   const outcomeOf = (d: ClaimedDelivery, r: SendResult): AttemptOutcome => ({
     id: d.id,
     attempt: d.attempt,
+    claim: d.claim,
     ok: r.ok,
     statusCode: r.statusCode,
     bodyExcerpt: r.bodyExcerpt,
@@ -151,6 +184,7 @@ export function createDispatcher(options: DispatcherOptions) {
         eventType: d.eventType,
         body: d.payload,
         ...sign(d),
+        beforeBody: () => countAsSent(d),
       });
     } catch (err) {
       // The sender never throws; a secret that does not decrypt does. Count it as a failure.
@@ -161,6 +195,17 @@ export function createDispatcher(options: DispatcherOptions) {
         error: err instanceof Error ? err.message : String(err),
         durationMs: 0,
       };
+    }
+    if (result.notSent) {
+      // Nothing went out and nothing was counted: the lease runs out and the same attempt is
+      // claimed again (or another worker already has it).
+      logger.warn(
+        { delivery: d.id, attempt: d.attempt, error: result.error },
+        'webhook attempt not sent',
+      );
+      inFlight--;
+      nudge();
+      return;
     }
     deliveryAttempts.inc({
       destination: d.destinationId,

@@ -16,6 +16,7 @@
 import type { LookupAddress, LookupAllOptions, LookupOptions } from 'node:dns';
 import dns from 'node:dns';
 import { isIP } from 'node:net';
+import { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { Agent, request } from 'undici';
 import type { AddressPolicy } from './address-policy.ts';
@@ -33,6 +34,12 @@ export interface SendRequest {
   eventId?: string;
   webhookTimestamp?: number;
   webhookSignature?: string;
+  /**
+   * Awaited once the connection is open and before any byte of the request is written (the
+   * dispatcher counts the attempt there, so an attempt counts only when it really goes out). When
+   * it rejects nothing is sent, and the result says `notSent`.
+   */
+  beforeBody?: () => Promise<void>;
 }
 
 export interface SendResult {
@@ -45,6 +52,8 @@ export interface SendResult {
   /** Why there was no response; null on any HTTP response. */
   error: string | null;
   durationMs: number;
+  /** `beforeBody` refused: no byte of the request was written. */
+  notSent?: true;
 }
 
 export interface Sender {
@@ -225,6 +234,25 @@ export function createSender(options: SenderOptions): Sender {
       if (!verdict.allowed) return fail(blockedMessage(verdict, null));
     }
 
+    // With a gate the body is an iterable that waits for it: undici writes the request line and
+    // headers together with the first chunk, so nothing reaches the socket before the gate opens.
+    let refused: { err: unknown } | undefined;
+    const gate = req.beforeBody;
+    const body = gate
+      ? Readable.from(
+          (async function* () {
+            try {
+              await gate();
+            } catch (err) {
+              refused = { err };
+              throw err;
+            }
+            yield Buffer.from(req.body);
+          })(),
+          { objectMode: false },
+        )
+      : req.body;
+
     try {
       const res = await request(url, {
         method: 'POST',
@@ -232,6 +260,7 @@ export function createSender(options: SenderOptions): Sender {
         signal,
         headers: {
           'content-type': 'application/json',
+          ...(gate ? { 'content-length': String(Buffer.byteLength(req.body)) } : {}),
           'x-service-event': req.eventType,
           'x-service-signature': req.signature,
           ...(req.eventId === undefined
@@ -245,7 +274,7 @@ export function createSender(options: SenderOptions): Sender {
               }),
           'user-agent': userAgent,
         },
-        body: req.body,
+        body,
       });
       const excerpt = await readExcerpt(res.body, timeoutMs);
       return {
@@ -256,6 +285,7 @@ export function createSender(options: SenderOptions): Sender {
         durationMs: Math.round(performance.now() - started),
       };
     } catch (err) {
+      if (refused) return { ...fail(`not sent: ${describeError(refused.err)}`), notSent: true };
       if (signal.aborted) {
         const reason: unknown = signal.reason;
         return fail(reason instanceof TimeoutMarker ? reason.message : 'aborted');

@@ -1,7 +1,9 @@
 /**
- * The delivery queue's attempt protocol on every engine: an attempt is counted when claimed, a
- * claimed row is not claimed again while leased, a stale worker cannot overwrite a newer attempt,
- * the third failure fails the delivery, and an abandoned third attempt is failed once its lease ends.
+ * The delivery queue's attempt protocol on every engine: a claim leases a row without counting an
+ * attempt; the attempt counts when it is sent (markSent) or recorded; a claimed row is not claimed
+ * again while leased; a stale worker can neither count nor overwrite a newer claim; the third
+ * failure fails the delivery; a claim that never sent leaves the same attempt to claim again; an
+ * abandoned third attempt that was sent is failed once its lease ends.
  */
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,7 +11,12 @@ import type { Database } from '../../src/db/client.ts';
 import { createDatabase } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
-import { type AttemptOutcome, createDeliveryQueue } from '../../src/db/webhook-delivery-queue.ts';
+import {
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  createDeliveryQueue,
+  type DeliveryQueue,
+} from '../../src/db/webhook-delivery-queue.ts';
 import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
@@ -38,15 +45,35 @@ async function seed(db: Database, events: number) {
   return { partner, destination };
 }
 
-const failure = (id: string, attempt: number, retryInMs = 0): AttemptOutcome => ({
-  id,
-  attempt,
+const failure = (d: ClaimedDelivery, retryInMs = 0): AttemptOutcome => ({
+  id: d.id,
+  attempt: d.attempt,
+  claim: d.claim,
   ok: false,
   statusCode: 500,
   bodyExcerpt: 'boom',
   error: null,
   retryInMs,
 });
+
+const success = (d: ClaimedDelivery): AttemptOutcome => ({
+  id: d.id,
+  attempt: d.attempt,
+  claim: d.claim,
+  ok: true,
+  statusCode: 204,
+  bodyExcerpt: '',
+  error: null,
+  retryInMs: 0,
+});
+
+/** Counts claimed attempts as sent; the ids it counted. */
+const markSent = async (queue: DeliveryQueue, ...claimed: ClaimedDelivery[]) =>
+  [
+    ...(await queue.markSent(
+      claimed.map((d) => ({ id: d.id, attempt: d.attempt, claim: d.claim })),
+    )),
+  ].sort();
 
 const row = async (db: Database, id: string) =>
   (
@@ -70,7 +97,7 @@ describe.each(storageEngines())('delivery queue on %s', (engine) => {
     return t;
   };
 
-  it('claims each due delivery once, counts the attempt and carries the exact payload', async () => {
+  it('claims each due delivery once, carries the exact payload, and counts the attempt when sent', async () => {
     const { db } = await open();
     await seed(db, 3);
     const queue = createDeliveryQueue(db);
@@ -81,6 +108,15 @@ describe.each(storageEngines())('delivery queue on %s', (engine) => {
     expect(first[0]?.url).toBe('https://receiver.example/hook');
     // Leased: not claimable again until the lease ends.
     expect(await queue.claim(10, 60_000)).toEqual([]);
+    // Claimed is not attempted: nothing counted until the request goes out.
+    const [a, b] = first as [ClaimedDelivery, ClaimedDelivery];
+    expect(await row(db, a.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(await markSent(queue, a)).toEqual([a.id]);
+    expect(await row(db, a.id)).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(await row(db, b.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    // Counted once: the same claim cannot count it again.
+    expect(await markSent(queue, a)).toEqual([]);
+    expect(await row(db, a.id)).toMatchObject({ attempts: 1 });
   });
 
   it('records delivered, schedules the retry, fails after the third attempt', async () => {
@@ -89,20 +125,8 @@ describe.each(storageEngines())('delivery queue on %s', (engine) => {
     const queue = createDeliveryQueue(db);
     const [a, b] = await queue.claim(10, 60_000);
     if (!a || !b) throw new Error('expected two deliveries');
-    expect(
-      await queue.record([
-        {
-          id: a.id,
-          attempt: 1,
-          ok: true,
-          statusCode: 204,
-          bodyExcerpt: '',
-          error: null,
-          retryInMs: 0,
-        },
-        failure(b.id, 1, 0),
-      ]),
-    ).toBe(2);
+    expect(await markSent(queue, a, b)).toEqual([a.id, b.id].sort());
+    expect(await queue.record([success(a), failure(b, 0)])).toBe(2);
     expect(await row(db, a.id)).toMatchObject({
       status: 'delivered',
       attempts: 1,
@@ -117,8 +141,9 @@ describe.each(storageEngines())('delivery queue on %s', (engine) => {
     // Retry due at once (retryInMs 0): attempt 2, then 3, then failed.
     const [b2] = await queue.claim(10, 60_000);
     expect(b2).toMatchObject({ id: b.id, attempt: 2 });
+    // A refused connection never reaches sending: the record counts the attempt.
     await queue.record([
-      { ...failure(b.id, 2), statusCode: null, bodyExcerpt: null, error: 'ECONNREFUSED' },
+      { ...failure(b2!), statusCode: null, bodyExcerpt: null, error: 'ECONNREFUSED' },
     ]);
     expect(await row(db, b.id)).toMatchObject({
       status: 'pending',
@@ -128,7 +153,8 @@ describe.each(storageEngines())('delivery queue on %s', (engine) => {
     });
     const [b3] = await queue.claim(10, 60_000);
     expect(b3).toMatchObject({ id: b.id, attempt: 3 });
-    await queue.record([failure(b.id, 3)]);
+    await markSent(queue, b3!);
+    await queue.record([failure(b3!)]);
     expect(await row(db, b.id)).toMatchObject({ status: 'failed', attempts: 3 });
     expect(await queue.claim(10, 0)).toEqual([]);
   });
@@ -138,45 +164,72 @@ describe.each(storageEngines())('delivery queue on %s', (engine) => {
     await seed(db, 1);
     const queue = createDeliveryQueue(db);
     const [a] = await queue.claim(10, 60_000);
-    await queue.record([failure(a!.id, 1, 60_000)]);
+    await markSent(queue, a!);
+    await queue.record([failure(a!, 60_000)]);
     expect(await queue.claim(10, 60_000)).toEqual([]);
   });
 
-  it('an expired lease is taken over as the next attempt; the stale outcome is ignored', async () => {
+  it('an expired lease of a sent attempt is taken over as the next attempt; the stale outcome is ignored', async () => {
     const { db } = await open();
     await seed(db, 1);
     const queue = createDeliveryQueue(db);
-    const [a] = await queue.claim(10, 0); // lease ends at once: as if the worker died
+    const [a] = await queue.claim(10, 60_000);
+    expect(await markSent(queue, a!)).toEqual([a!.id]);
+    // The lease ends (as if the worker died while its request was out).
+    await db.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1`, [a!.id]);
     const [taken] = await queue.claim(10, 60_000);
     expect(taken).toMatchObject({ id: a!.id, attempt: 2 });
-    // The first worker comes back late: its outcome no longer applies.
-    expect(
-      await queue.record([
-        {
-          id: a!.id,
-          attempt: 1,
-          ok: true,
-          statusCode: 200,
-          bodyExcerpt: '',
-          error: null,
-          retryInMs: 0,
-        },
-      ]),
-    ).toBe(0);
-    expect(await row(db, a!.id)).toMatchObject({ status: 'pending', attempts: 2 });
+    // The first worker comes back late: its outcome no longer applies, nor can it count again.
+    expect(await queue.record([success(a!)])).toBe(0);
+    expect(await markSent(queue, a!)).toEqual([]);
+    expect(await row(db, a!.id)).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(await markSent(queue, taken!)).toEqual([a!.id]);
+    expect(await queue.record([success(taken!)])).toBe(1);
+    expect(await row(db, a!.id)).toMatchObject({ status: 'delivered', attempts: 2 });
   });
 
-  it('fails an abandoned third attempt once its lease ends, never trying a fourth', async () => {
+  it('a claim that never sent leaves the same attempt to claim again, however often', async () => {
     const { db } = await open();
     await seed(db, 1);
     const queue = createDeliveryQueue(db);
-    const [a] = await queue.claim(10, 0);
-    await queue.claim(10, 0);
-    await queue.claim(10, 0);
+    // Three workers in a row claim it and die before their request goes out.
+    let last: ClaimedDelivery | undefined;
+    for (let i = 0; i < 4; i++) {
+      [last] = await queue.claim(10, 0);
+      expect(last).toMatchObject({ attempt: 1 });
+    }
+    expect(await queue.failAbandoned()).toBe(0);
+    expect(await row(db, last!.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    // An expired lease cannot count an attempt (another worker may hold the row by now).
+    expect(await markSent(queue, last!)).toEqual([]);
+    const [live] = await queue.claim(10, 60_000);
+    expect(live).toMatchObject({ id: last!.id, attempt: 1 });
+    // The claims before it cannot count or record any more.
+    expect(await markSent(queue, last!)).toEqual([]);
+    expect(await queue.record([success(last!)])).toBe(0);
+    expect(await markSent(queue, live!)).toEqual([live!.id]);
+    expect(await queue.record([success(live!)])).toBe(1);
+    expect(await row(db, live!.id)).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
+  it('fails an abandoned third attempt that was sent once its lease ends, never trying a fourth', async () => {
+    const { db } = await open();
+    await seed(db, 1);
+    const queue = createDeliveryQueue(db);
+    let id = '';
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const [d] = await queue.claim(10, 60_000);
+      expect(d).toMatchObject({ attempt });
+      id = d!.id;
+      expect(await markSent(queue, d!)).toEqual([id]);
+      // The worker dies with its request out: the lease runs out.
+      await db.query(`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1`, [id]);
+      if (attempt < 3) expect(await queue.failAbandoned()).toBe(0);
+    }
     expect(await queue.claim(10, 0)).toEqual([]);
     expect(await queue.failAbandoned()).toBe(1);
-    expect(await row(db, a!.id)).toMatchObject({ status: 'failed', attempts: 3 });
-    expect((await row(db, a!.id))?.last_error).toMatch(/stopped before recording/);
+    expect(await row(db, id)).toMatchObject({ status: 'failed', attempts: 3 });
+    expect((await row(db, id))?.last_error).toMatch(/stopped before recording/);
   });
 
   if (engine === 'postgres')

@@ -4,6 +4,8 @@
  * - a worker killed with SIGKILL after the receiver got the request but before the outcome was
  *   recorded: after a restart the delivery is delivered, in at most three attempts, and the
  *   killed attempt is not sent again as the same attempt;
+ * - workers killed three times while still connecting (nothing of the request written): no attempt
+ *   is counted, and the delivery is delivered once the receiver can be reached;
  * - two workers sharing the queue deliver 1,000 events exactly once each.
  */
 
@@ -20,6 +22,7 @@ import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { freshDatabase, postgresAdminUrl, type TestDatabase } from '../helpers/db.ts';
 import { startHttpsReceiver, testCaPem } from '../helpers/https-receiver.ts';
 import { waitFor } from '../helpers/process.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 const WORKER = fileURLToPath(new URL('./fixtures/dispatcher-worker.ts', import.meta.url));
 
@@ -135,6 +138,61 @@ describe.runIf(postgresAdminUrl())(
       expect(receiver.requests).toHaveLength(2);
       expect(receiver.requests.every((r) => r.body.toString() === '{"kill":true}')).toBe(true);
     }, 60_000);
+
+    it('workers killed three times while connecting count no attempt; then delivered once', async () => {
+      const { db, partner, destinations, start } = await setup();
+      const receiver = await startHttpsReceiver();
+      cleanups.push(() => receiver.close());
+      // The receiver behind a proxy that accepts connections and passes nothing: each worker is
+      // stuck in its TLS handshake, its delivery claimed and nothing of the request written.
+      const proxy = await startTcpProxy({ host: '127.0.0.1', port: receiver.port });
+      cleanups.push(() => proxy.close());
+      await proxy.setMode('frozen');
+      await destinations.add({
+        partnerId: partner.id,
+        environment: 'live',
+        url: `https://localhost:${proxy.port}`,
+      });
+      await db.query(
+        `INSERT INTO events (id, partner_id, environment, event_type, dedupe_key, payload, occurred_at)
+       VALUES ('evt_connecting', $1, 'live', 'vault_pause', 'ping:connecting', '{"n":1}', now())`,
+        [partner.id],
+      );
+      const delivery = async () =>
+        (
+          await db.query<{ status: string; attempts: number; claims: number }>(
+            'SELECT status, attempts, claims FROM webhook_deliveries',
+          )
+        ).rows[0];
+      for (let kill = 1; kill <= 3; kill++) {
+        const worker = start({ TEST_LEASE_MS: '1000', TEST_RETRY_MS: '200' });
+        await worker.ready;
+        // Claimed (after the previous worker's lease ran out) and connecting.
+        await waitFor(
+          async () => ((await delivery())?.claims === kill && proxy.openCount() > 0) || undefined,
+          15_000,
+          `claim ${kill} connecting`,
+        );
+        worker.child.kill('SIGKILL');
+        await worker.exited;
+        proxy.dropAll();
+      }
+      expect(await delivery()).toEqual({ status: 'pending', attempts: 0, claims: 3 });
+      expect(receiver.requests).toHaveLength(0);
+
+      await proxy.setMode('up');
+      start({ TEST_LEASE_MS: '1000', TEST_RETRY_MS: '200' });
+      const row = await waitFor(
+        async () => {
+          const r = await delivery();
+          return r?.status === 'delivered' ? r : undefined;
+        },
+        15_000,
+        'delivered once the receiver is reachable',
+      );
+      expect(row).toMatchObject({ status: 'delivered', attempts: 1 });
+      expect(receiver.requests.map((r) => r.body.toString())).toEqual(['{"n":1}']);
+    }, 90_000);
 
     it('two workers share the queue: 1,000 events, each delivered exactly once', async () => {
       const { db, partner, destinations, start } = await setup();

@@ -3,6 +3,11 @@
  * UDP DNS server for rebinding and mixed answers, and the real address policy. Nothing is mocked.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
 import {
@@ -262,6 +267,100 @@ describe('sender over HTTPS', () => {
     );
     expect(missing).toMatchObject({ ok: false, statusCode: null });
     expect(missing.error).toMatch(/ENOTFOUND/);
+  });
+
+  describe('beforeBody: the gate between an open connection and the first byte', () => {
+    /** A raw TLS server (the test certificate) that records when bytes of a request arrive. */
+    async function rawTlsServer() {
+      const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tls');
+      const seen = { secured: 0, bytes: 0, text: '' };
+      const server = tls.createServer(
+        {
+          key: readFileSync(path.join(dir, 'localhost-key.pem')),
+          cert: readFileSync(path.join(dir, 'localhost-cert.pem')),
+        },
+        (socket) => {
+          seen.secured++;
+          socket.on('data', (chunk: Buffer) => {
+            seen.bytes += chunk.length;
+            seen.text += chunk.toString('utf8');
+            if (seen.text.includes('\r\n\r\n{"slug"'))
+              socket.end('HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n');
+          });
+          socket.on('error', () => {});
+        },
+      );
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      cleanup.push(() => new Promise<void>((r) => server.close(() => r())));
+      return { url: `https://localhost:${(server.address() as AddressInfo).port}`, seen };
+    }
+
+    it('runs once the TLS connection is open, and no byte of the request is written before it resolves', async () => {
+      const rx = await rawTlsServer();
+      let atGate: { secured: number; bytes: number } | undefined;
+      const result = await sender().send({
+        ...event(rx.url),
+        beforeBody: async () => {
+          // Give a request written early the time to arrive.
+          await new Promise((r) => setTimeout(r, 300));
+          atGate = { secured: rx.seen.secured, bytes: rx.seen.bytes };
+        },
+      });
+      expect(atGate).toEqual({ secured: 1, bytes: 0 });
+      expect(result).toMatchObject({ ok: true, statusCode: 204 });
+      expect(result.notSent).toBeUndefined();
+      // One whole request, with its length declared (not chunked).
+      expect(rx.seen.text).toMatch(/^POST \/ HTTP\/1\.1\r\n/);
+      expect(rx.seen.text.toLowerCase()).toContain('content-length: 35\r\n');
+      expect(rx.seen.text.toLowerCase()).not.toContain('transfer-encoding');
+      expect(rx.seen.text.endsWith('\r\n\r\n{"slug":"usdc-core","amount":"1.5"}')).toBe(true);
+    });
+
+    it('a refusing gate sends nothing and says so', async () => {
+      const rx = await rawTlsServer();
+      const result = await sender().send({
+        ...event(rx.url),
+        // Refused once the server has seen the handshake through (a gate refused at once closes
+        // the socket before the server's side of it completes).
+        beforeBody: async () => {
+          await new Promise((r) => setTimeout(r, 100));
+          throw new Error('lease lost');
+        },
+      });
+      expect(result).toMatchObject({ ok: false, statusCode: null, notSent: true });
+      expect(result.error).toMatch(/not sent: lease lost/);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(rx.seen).toMatchObject({ secured: 1, bytes: 0 });
+    });
+
+    it('is not asked when the connection fails, and the failure is an attempt', async () => {
+      let asked = 0;
+      const result = await sender().send({
+        ...event(`https://127.0.0.1:${await deadPort()}`),
+        beforeBody: async () => {
+          asked++;
+        },
+      });
+      expect(asked).toBe(0);
+      expect(result).toMatchObject({ ok: false, statusCode: null });
+      expect(result.notSent).toBeUndefined();
+      expect(result.error).toMatch(/ECONNREFUSED/);
+    });
+
+    it('a gated request through a pooled connection is delivered whole', async () => {
+      const rx = await receiver();
+      const s = sender({ connections: 2 });
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          s.send({ ...event(rx.url, `{"n":${i}}`), beforeBody: () => Promise.resolve() }),
+        ),
+      );
+      expect(results.every((r) => r.ok)).toBe(true);
+      expect(rx.requests.map((r) => r.body.toString()).sort()).toEqual(
+        Array.from({ length: 50 }, (_, i) => `{"n":${i}}`).sort(),
+      );
+      expect(rx.connectionCount()).toBeLessThanOrEqual(2);
+    });
   });
 
   it('pools keep-alive connections per origin', async () => {

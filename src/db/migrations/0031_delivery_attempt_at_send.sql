@@ -1,0 +1,13 @@
+-- #19: an outbound attempt counts when its request is about to go out, not when a worker claims it.
+--
+-- Before, claiming a delivery counted the attempt. A worker killed after claiming but before its
+-- request reached the receiver (a fresh process still opening its TLS connection) used an attempt
+-- that was never sent; three such kills in a row failed a delivery the receiver never saw. Now:
+--   claim     leases the row and bumps `claims`, the lease's fencing token; `attempts` is unchanged;
+--   sending   once the connection is open and before any byte of the request is written, the worker
+--             sets attempts = attempts + 1 under its token (src/db/webhook-delivery-queue.ts);
+--   record    writes the outcome under its token (and counts an attempt that failed before sending,
+--             such as a refused connection, which is an attempt the receiver could not get).
+-- A claim that never reached sending leaves `attempts` as it was: after the lease the same attempt
+-- is claimed again. `attempts` keeps its meaning for everyone who reads it: attempts sent, 0 to 3.
+ALTER TABLE webhook_deliveries ADD COLUMN claims integer NOT NULL DEFAULT 0;

@@ -708,6 +708,15 @@ describe(`webhook ping, stats, disable, enable, update and rotate --grace on ${e
       WAIT_MS,
       'both replays',
     );
+    // Received is not yet recorded (the dispatcher records outcomes in batches): wait for the
+    // rows, so that the disable below finds nothing pending.
+    await waitFor(
+      async () =>
+        (await json<Json[]>(['webhook', 'deliveries', '--destination', id, '--status', 'pending']))
+          .length === 0 || undefined,
+      WAIT_MS,
+      'both replays recorded',
+    );
     expect(await refused(['webhook', 'enable', id])).toBe(
       `yield-service: destination ${id} is not disabled\n`,
     );

@@ -88,7 +88,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const secretBox = createSecretBox(masterKeyFor(config));
   const sender = createConfiguredSender(config);
   const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
-  const mailer = mailerFromConfig(config);
+  const mailer = await mailerFromConfig(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
   let metrics: MetricsServer | undefined;

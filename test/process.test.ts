@@ -104,22 +104,6 @@ describe('the service process', { timeout: 240_000 }, () => {
     expect((await p.exited).code).toBe(0);
   });
 
-  it('exits 0 on SIGINT too', async () => {
-    const p = spawnCli(['start'], {
-      ...CHAIN,
-      DATA_DIR: await seededDir(),
-      PORT: '0',
-      ROLES: 'api',
-    });
-    await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 120_000, 'listening');
-    p.child.kill('SIGINT');
-    const exit = await p.exited;
-    expect(exit, `stdout: ${p.stdout().slice(-1500)}\nstderr: ${p.stderr()}`).toEqual({
-      code: 0,
-      signal: null,
-    });
-  });
-
   it('exits within SHUTDOWN_TIMEOUT_MS on SIGTERM when its stdout and stderr readers are gone', async () => {
     // The parent died: the service's stdout is a closed pipe and every log line fails with EPIPE.
     // Before, the exit-time flush of the logs retried EPIPE forever and the process slept on.
@@ -158,7 +142,28 @@ describe('the service process', { timeout: 240_000 }, () => {
     expect(Date.now() - signalled).toBeLessThan(5000);
   }, 240_000);
 
-  it('shuts down when the parent that started it goes away (its IPC channel closes)', async () => {
+  // From here on each test has its own DATA_DIR, port and process and asserts no timing: they run
+  // side by side (at most vitest's maxConcurrency, 5, at once) while their services start (#13).
+  // The two timed tests above (liveness within 10 s, the shutdown timeout) run alone.
+  it.concurrent('exits 0 on SIGINT too', async ({ expect }) => {
+    const p = spawnCli(['start'], {
+      ...CHAIN,
+      DATA_DIR: await seededDir(),
+      PORT: '0',
+      ROLES: 'api',
+    });
+    await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 120_000, 'listening');
+    p.child.kill('SIGINT');
+    const exit = await p.exited;
+    expect(exit, `stdout: ${p.stdout().slice(-1500)}\nstderr: ${p.stderr()}`).toEqual({
+      code: 0,
+      signal: null,
+    });
+  });
+
+  it.concurrent('shuts down when the parent that started it goes away (its IPC channel closes)', async ({
+    expect,
+  }) => {
     const dir = await seededDir();
     const p = spawnCli(['start'], {
       DATA_DIR: dir,
@@ -172,7 +177,7 @@ describe('the service process', { timeout: 240_000 }, () => {
     expect(p.stdout()).toContain('"signal":"parent disconnected"');
   }, 240_000);
 
-  it('stops at once with one clear line when a setting is bad', async () => {
+  it.concurrent('stops at once with one clear line when a setting is bad', async ({ expect }) => {
     const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: 'eighty' });
     const { code } = await p.exited;
     expect(code).toBe(78);
@@ -181,7 +186,7 @@ describe('the service process', { timeout: 240_000 }, () => {
     );
   });
 
-  it('exits 1 with one line when the database cannot be reached', async () => {
+  it.concurrent('exits 1 with one line when the database cannot be reached', async ({ expect }) => {
     const p = spawnCli(['start'], {
       DATA_DIR: tempDir(),
       PORT: '0',
@@ -191,7 +196,7 @@ describe('the service process', { timeout: 240_000 }, () => {
     expect(p.stderr()).toMatch(/^yield-service: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/);
   });
 
-  it('exits 1 with one line when the chains cannot be started', async () => {
+  it.concurrent('exits 1 with one line when the chains cannot be started', async ({ expect }) => {
     // Chains start after storage: a migrated database spares the first run's initdb (seconds).
     const dir = await seededDir();
     const p = spawnCli(['start'], {
@@ -205,7 +210,9 @@ describe('the service process', { timeout: 240_000 }, () => {
     );
   });
 
-  it('migrate applies the schema once, then reports it is up to date', async () => {
+  it.concurrent('migrate applies the schema once, then reports it is up to date', async ({
+    expect,
+  }) => {
     const dataDir = tempDir();
     const first = spawnCli(['migrate'], { DATA_DIR: dataDir });
     expect((await first.exited).code).toBe(0);
@@ -216,27 +223,30 @@ describe('the service process', { timeout: 240_000 }, () => {
     expect(second.out).toBe('Database is up to date.\n');
   });
 
-  it.runIf(postgresAdminUrl())('runs on PostgreSQL when DATABASE_URL is set', async () => {
-    const p = spawnCli(['start'], {
-      ...CHAIN,
-      DATA_DIR: tempDir(),
-      PORT: '0',
-      ROLES: 'api',
-      DATABASE_URL: postgresAdminUrl(),
-    });
-    const url = await waitFor(
-      () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
-      30_000,
-      'listening',
-    );
-    // Ready once storage and the chain runtime are up (liveness answers before).
-    await waitFor(
-      async () => (await fetch(`${url}/ready`)).status === 200 || undefined,
-      120_000, // building the local chain takes a while on a loaded two-core machine
-      'readiness',
-    );
-    expect(p.stdout()).toContain('"engine":"postgres"');
-    p.child.kill('SIGTERM');
-    expect((await p.exited).code).toBe(0);
-  });
+  it.runIf(postgresAdminUrl()).concurrent(
+    'runs on PostgreSQL when DATABASE_URL is set',
+    async ({ expect }) => {
+      const p = spawnCli(['start'], {
+        ...CHAIN,
+        DATA_DIR: tempDir(),
+        PORT: '0',
+        ROLES: 'api',
+        DATABASE_URL: postgresAdminUrl(),
+      });
+      const url = await waitFor(
+        () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
+        120_000, // as the others: it starts beside the tests above
+        'listening',
+      );
+      // Ready once storage and the chain runtime are up (liveness answers before).
+      await waitFor(
+        async () => (await fetch(`${url}/ready`)).status === 200 || undefined,
+        120_000, // building the local chain takes a while on a loaded two-core machine
+        'readiness',
+      );
+      expect(p.stdout()).toContain('"engine":"postgres"');
+      p.child.kill('SIGTERM');
+      expect((await p.exited).code).toBe(0);
+    },
+  );
 });

@@ -3,7 +3,7 @@
  * They validate requests, serialise responses, and generate the OpenAPI document (openapi.ts), so
  * the contract is written once.
  */
-import { type TSchema, Type } from '@fastify/type-provider-typebox';
+import { type TSchema, Type } from 'typebox';
 import { ERROR_CATALOGUE, type ErrorCode } from './errors.ts';
 
 export const Ok = <T extends TSchema>(data: T) =>

@@ -17,8 +17,9 @@
  * per client address instead (EMBED_RATE_LIMIT_PER_MINUTE), assets excepted.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { ChainReader, HealthReading } from '../api/chain-reader.ts';
 import { acceptsGzip } from '../api/content-encoding.ts';
 import { ApiError } from '../api/errors.ts';

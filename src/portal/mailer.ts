@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
 
 export interface MailMessage {
   to: string;
@@ -49,7 +48,9 @@ export function createOutboxMailer(dir: string, from: string): Mailer {
   };
 }
 
-export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
+/** Loads nodemailer (~50 modules) only here: with the outbox, the service never loads it (#13). */
+export async function createSmtpMailer(smtpUrl: string, from: string): Promise<Mailer> {
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport(smtpUrl);
   const host = new URL(smtpUrl).host;
   return {
@@ -63,11 +64,11 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
   };
 }
 
-export function mailerFromConfig(config: {
+export async function mailerFromConfig(config: {
   SMTP_URL: string | undefined;
   PORTAL_MAIL_FROM: string;
   DATA_DIR: string;
-}): Mailer {
+}): Promise<Mailer> {
   return config.SMTP_URL
     ? createSmtpMailer(config.SMTP_URL, config.PORTAL_MAIL_FROM)
     : createOutboxMailer(outboxDir(config.DATA_DIR), config.PORTAL_MAIL_FROM);

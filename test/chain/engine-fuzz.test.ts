@@ -15,9 +15,10 @@
  * vitest run test/chain/engine-fuzz.test.ts`, and ENGINE_FUZZ_SEED_PREFIX for other sequences.
  *
  * Speed: reads go in JSON-RPC batches at the `pending` block (anvil honours the next timestamp),
- * transactions from unlocked accounts are mined explicitly, and every seed starts from an anvil
- * snapshot of the same fixture.
+ * transactions from unlocked accounts are mined explicitly, every seed starts from an anvil
+ * snapshot of the same fixture, and the seeds run on two anvils side by side (see `Lane`).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   type Abi,
   type Address,
@@ -122,25 +123,48 @@ interface Figures {
   byKind: Record<string, number>;
 }
 
-let fx: Fixture;
-let batchRpc: BatchRpc;
-let baseSnapshot: string;
+/**
+ * One anvil with the fixture, and the seeds that run on it one after another. Two lanes run side by
+ * side (sync seeds on one, async seeds on the other): each step waits on its node half the time, so
+ * two nodes keep both cores busy (#13). The lane of the running seed is found through `lane()`.
+ */
+interface Lane {
+  fx: Fixture;
+  batchRpc: BatchRpc;
+  baseSnapshot: string;
+}
+const LANE_COUNT = 2;
+const lanes: Lane[] = [];
+const laneStore = new AsyncLocalStorage<Lane>();
+function lane(): Lane {
+  const l = laneStore.getStore();
+  if (!l) throw new Error('no fuzz lane: run inside laneStore.run');
+  return l;
+}
+
+async function setupLane(): Promise<Lane> {
+  const fx = await setupFixture();
+  const l: Lane = { fx, batchRpc: createBatchRpc(fx.anvil.rpcUrl), baseSnapshot: '' };
+  lanes.push(l);
+  await laneStore.run(l, async () => {
+    // The donor also buys underlying shares for the engine.
+    for (const vault of [fx.syncVault, fx.asyncVault]) {
+      await sendNow(
+        DONOR,
+        fx.asset,
+        encodeFunctionData({ abi: testUSDAbi, functionName: 'approve', args: [vault, maxUint256] }),
+      );
+    }
+  });
+  l.baseSnapshot = (await fx.rpc('evm_snapshot', [])) as string;
+  return l;
+}
 
 beforeAll(async () => {
-  fx = await setupFixture();
-  batchRpc = createBatchRpc(fx.anvil.rpcUrl);
-  // The donor also buys underlying shares for the engine.
-  for (const vault of [fx.syncVault, fx.asyncVault]) {
-    await sendNow(
-      DONOR,
-      fx.asset,
-      encodeFunctionData({ abi: testUSDAbi, functionName: 'approve', args: [vault, maxUint256] }),
-    );
-  }
-  baseSnapshot = (await fx.rpc('evm_snapshot', [])) as string;
+  await Promise.all(Array.from({ length: LANE_COUNT }, setupLane));
 });
 afterAll(async () => {
-  await fx?.stop();
+  await Promise.all(lanes.map((l) => l.fx.stop()));
 });
 
 // ------------------------------------------------------------------ chain plumbing
@@ -151,16 +175,16 @@ interface Receipt {
   contractAddress?: string;
 }
 
-/** Sends transactions (unlocked accounts) and mines them in one block at `fx.now`. */
+/** Sends transactions (unlocked accounts) and mines them in one block at `lane().fx.now`. */
 async function sendAndMine(
   txs: readonly { from: Address; to?: Address; data: Hex }[],
 ): Promise<Hex[]> {
   const hashes: Hex[] = [];
   for (const tx of txs) {
-    hashes.push((await fx.rpc('eth_sendTransaction', [{ ...tx, gas: GAS }])) as Hex);
+    hashes.push((await lane().fx.rpc('eth_sendTransaction', [{ ...tx, gas: GAS }])) as Hex);
   }
-  await fx.rpc('evm_mine', [fx.now]);
-  fx.now += 1;
+  await lane().fx.rpc('evm_mine', [lane().fx.now]);
+  lane().fx.now += 1;
   return hashes;
 }
 
@@ -182,7 +206,7 @@ async function mine(
   txs: readonly { from: Address; to?: Address; data: Hex }[],
 ): Promise<Receipt[]> {
   const hashes = await sendAndMine(txs);
-  const receipts = await batchRpc(
+  const receipts = await lane().batchRpc(
     hashes.map((h) => ({ method: 'eth_getTransactionReceipt', params: [h] })),
   );
   return receipts.map((r) => toReceipt(r.ok ? r.result : undefined));
@@ -321,7 +345,7 @@ class SeedRun {
     if (m.isAsync && w(90)) {
       const open = [...m.requests.values()];
       if (open.length > 0) {
-        const due = open.filter((r) => r.settleAt <= fx.now);
+        const due = open.filter((r) => r.settleAt <= lane().fx.now);
         const r = due.length > 0 && prng.chance(0.9) ? prng.pick(due) : prng.pick(open);
         return {
           kind: 'claim',
@@ -365,11 +389,11 @@ class SeedRun {
     this.step++;
     this.figures.operations++;
     this.figures.byKind[op.kind] = (this.figures.byKind[op.kind] ?? 0) + 1;
-    if (op.kind === 'yield') fx.now += op.seconds;
-    await fx.rpc('evm_setNextBlockTimestamp', [fx.now]);
+    if (op.kind === 'yield') lane().fx.now += op.seconds;
+    await lane().fx.rpc('evm_setNextBlockTimestamp', [lane().fx.now]);
 
     // ---- A: the state at the block the op is mined in
-    const a = new ReadBatch(batchRpc);
+    const a = new ReadBatch(lane().batchRpc);
     const P = 'pending' as const;
     const eng = (fn: string, args: readonly unknown[] = []) => this.readEngine(a, fn, args, P);
     const actor = actorOf(op);
@@ -388,7 +412,7 @@ class SeedRun {
       maxMint: eng('maxMint', [actor]),
       maxWithdraw: eng('maxWithdraw', [actor]),
       maxRedeem: eng('maxRedeem', [actor]),
-      assetOfActor: a.call<bigint>(fx.asset, assetAbi, 'balanceOf', [actor], { block: P }),
+      assetOfActor: a.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [actor], { block: P }),
       previewDeposit1000: eng('previewDeposit', [1000n * USD]),
       nextRequestId: eng('nextRequestId'),
       uTotalAssets: a.call<bigint>(m.vault, vaultAbi, 'totalAssets', [], { block: P }),
@@ -397,7 +421,7 @@ class SeedRun {
       values: new Map(HOLDERS.map((h) => [h, eng('convertToAssets', [m.balances.get(h) ?? 0n])])),
     };
     const receiver = op.kind === 'claim' ? op.receiver : actor;
-    const assetOfReceiver = a.call<bigint>(fx.asset, assetAbi, 'balanceOf', [receiver], {
+    const assetOfReceiver = a.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [receiver], {
       block: P,
     });
     const rtAmount = op.kind === 'roundtrip' ? op.amount : 1234n * USD;
@@ -434,7 +458,7 @@ class SeedRun {
     let accrues = false;
     let feeApply = false;
     const involved = new Set<Address>([actor, receiver]);
-    const b = new ReadBatch(batchRpc);
+    const b = new ReadBatch(lane().batchRpc);
     const engB = (fn: string, args: readonly unknown[] = []) => this.readEngine(b, fn, args, P);
     let preview: Read<bigint> | undefined;
     let amount = 0n;
@@ -567,7 +591,7 @@ class SeedRun {
       case 'claim': {
         const r = m.requests.get(op.id);
         if (!r) return this.skip();
-        expectOk = r.uShares === 0n || (r.settleAt <= fx.now && !m.exitsHalted);
+        expectOk = r.uShares === 0n || (r.settleAt <= lane().fx.now && !m.exitsHalted);
         owed = b.call<bigint>(m.vault, vaultAbi, 'convertToAssets', [r.uShares], { block: P });
         txs.push({
           from: r.controller,
@@ -592,7 +616,7 @@ class SeedRun {
       case 'donateAsset':
         txs.push({
           from: DONOR,
-          to: fx.asset,
+          to: lane().fx.asset,
           data: enc(assetAbi, 'transfer', [m.engine, op.amount]),
         });
         break;
@@ -636,7 +660,7 @@ class SeedRun {
         break;
       }
       case 'applyFees':
-        expectOk = m.scheduled !== null && BigInt(fx.now) >= m.scheduled.at;
+        expectOk = m.scheduled !== null && BigInt(lane().fx.now) >= m.scheduled.at;
         accrues = expectOk;
         feeApply = expectOk;
         txs.push({ from: actor, to: m.engine, data: enc(engineAbi, 'applyFeeChange') });
@@ -691,7 +715,7 @@ class SeedRun {
     const hashes = await sendAndMine(txs);
     if (process.env.ENGINE_FUZZ_TRACE) console.log(this.step, JSON.stringify(op, bigintJson));
     // ---- C: the state after
-    const c = new ReadBatch(batchRpc);
+    const c = new ReadBatch(lane().batchRpc);
     const engC = (fn: string, args: readonly unknown[] = []) => this.readEngine(c, fn, args);
     const post = {
       totalSupply: engC('totalSupply'),
@@ -711,13 +735,13 @@ class SeedRun {
       schedP: c.call<number>(m.engine, engineAbi, 'scheduledPartnerFeeBps'),
       paused: c.call<boolean>(m.engine, engineAbi, 'paused'),
       deprecated: c.call<boolean>(m.engine, engineAbi, 'deprecated'),
-      assetOfEngine: c.call<bigint>(fx.asset, assetAbi, 'balanceOf', [m.engine]),
+      assetOfEngine: c.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [m.engine]),
       uOfEngine: c.call<bigint>(m.vault, vaultAbi, 'balanceOf', [m.engine]),
       uEscrow: c.call<bigint>(m.vault, vaultAbi, 'balanceOf', [m.vault]),
       engineOwnShares: engC('balanceOf', [m.engine]),
       balances: new Map(HOLDERS.map((h) => [h, engC('balanceOf', [h])])),
-      assetOfReceiver: c.call<bigint>(fx.asset, assetAbi, 'balanceOf', [receiver]),
-      assetOfActor: c.call<bigint>(fx.asset, assetAbi, 'balanceOf', [actor]),
+      assetOfReceiver: c.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [receiver]),
+      assetOfActor: c.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [actor]),
       request:
         op.kind === 'request'
           ? c.call<{ underlyingShares: bigint; shares: bigint; controller: Address }>(
@@ -888,7 +912,7 @@ class SeedRun {
             controller: actor,
             shares: amount,
             uShares: expectedUShares,
-            settleAt: fx.now - 1 + (expectedUShares === 0n ? 0 : SETTLEMENT),
+            settleAt: lane().fx.now - 1 + (expectedUShares === 0n ? 0 : SETTLEMENT),
           });
           break;
         }
@@ -912,10 +936,10 @@ class SeedRun {
             const e = ev('FeeChangeScheduled')[0]?.args ?? {};
             this.eq(
               e.effectiveAt as bigint,
-              BigInt(fx.now - 1 + FEE_DELAY),
+              BigInt(lane().fx.now - 1 + FEE_DELAY),
               'an increase waits for its notice',
             );
-            m.scheduled = { s: op.s, p: op.p, at: BigInt(fx.now - 1 + FEE_DELAY) };
+            m.scheduled = { s: op.s, p: op.p, at: BigInt(lane().fx.now - 1 + FEE_DELAY) };
           }
           break;
         case 'applyFees':
@@ -967,7 +991,7 @@ class SeedRun {
     if (m.isAsync) this.eq(post.uEscrow(), openU, 'the underlying holds exactly the open requests');
     for (const { r, pending, claimable } of openViews) {
       if (!m.requests.has(r.id)) continue;
-      const due = r.settleAt <= fx.now - 1;
+      const due = r.settleAt <= lane().fx.now - 1;
       this.eq(
         pending() + claimable(),
         r.shares,
@@ -1071,12 +1095,12 @@ const max = (x: bigint, y: bigint) => (x > y ? x : y);
 const bigintJson = (_: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
 async function deployFuzzEngine(kind: Kind): Promise<Model> {
-  const vault = kind === 'sync' ? fx.syncVault : fx.asyncVault;
+  const vault = kind === 'sync' ? lane().fx.syncVault : lane().fx.asyncVault;
   const data = encodeDeployData({
     abi: yieldEngineAbi,
     bytecode: yieldEngineBytecode,
     args: engineConstructorArgs({
-      asset: fx.asset,
+      asset: lane().fx.asset,
       underlyingVault: vault,
       name: 'Fuzz',
       symbol: 'yF',
@@ -1088,12 +1112,12 @@ async function deployFuzzEngine(kind: Kind): Promise<Model> {
       feeChangeDelaySeconds: FEE_DELAY,
     }),
   });
-  const hash = (await fx.rpc('eth_sendTransaction', [
+  const hash = (await lane().fx.rpc('eth_sendTransaction', [
     { from: OPERATOR, data, gas: '0x1c9c380' },
   ])) as Hex;
-  await fx.rpc('evm_setNextBlockTimestamp', [fx.now++]);
-  await fx.rpc('evm_mine', []);
-  const receipt = (await fx.rpc('eth_getTransactionReceipt', [hash])) as {
+  await lane().fx.rpc('evm_setNextBlockTimestamp', [lane().fx.now++]);
+  await lane().fx.rpc('evm_mine', []);
+  const receipt = (await lane().fx.rpc('eth_getTransactionReceipt', [hash])) as {
     contractAddress: Address;
     status: Hex;
   };
@@ -1102,11 +1126,11 @@ async function deployFuzzEngine(kind: Kind): Promise<Model> {
   await mine(
     [...WALLETS, SERVICE, PARTNER, DONOR].map((from) => ({
       from,
-      to: fx.asset,
+      to: lane().fx.asset,
       data: enc(assetAbi, 'approve', [engine, maxUint256]),
     })),
   );
-  const mark = (await fx.client.readContract({
+  const mark = (await lane().fx.client.readContract({
     address: engine,
     abi: yieldEngineAbi,
     functionName: 'highWaterMark',
@@ -1130,8 +1154,9 @@ async function deployFuzzEngine(kind: Kind): Promise<Model> {
 async function runSeed(seed: string, kind: Kind, ops: number): Promise<Figures> {
   const started = performance.now();
   // Every seed starts from the same fixture: fresh vaults, funded wallets.
-  await fx.rpc('evm_revert', [baseSnapshot]);
-  baseSnapshot = (await fx.rpc('evm_snapshot', [])) as string;
+  const l = lane();
+  await l.fx.rpc('evm_revert', [l.baseSnapshot]);
+  l.baseSnapshot = (await l.fx.rpc('evm_snapshot', [])) as string;
   const m = await deployFuzzEngine(kind);
   const prng = createPrng(seed);
   const run = new SeedRun(prng, m, seed, kind);
@@ -1149,20 +1174,28 @@ async function runSeed(seed: string, kind: Kind, ops: number): Promise<Figures> 
 
 describe('engine property fuzz', () => {
   it(`${TOTAL_OPS} seeded operations over ${SEED_COUNT} seeds (sync and ERC-7540 underlyings): every invariant after every step`, async () => {
-    const all: Figures[] = [];
-    for (let i = 0; i < SEED_COUNT; i++) {
-      const kind: Kind = i % 2 === 0 ? 'sync' : 'async';
-      const f = await runSeed(
-        `${SEED_PREFIX}-${kind}-${Math.floor(i / 2) + 1}`,
-        kind,
-        OPS_PER_SEED,
-      );
-      all.push(f);
-      console.log(
-        `engine fuzz seed ${f.seed}: ${f.operations} operations, ${f.checks} checks, ${f.violations.length} violations, ${f.reverted} reverted calls (a violation unless predicted), ${(f.ms / 1000).toFixed(1)} s; ops ${JSON.stringify(f.byKind)}`,
-      );
-      for (const v of f.violations) console.log(`  violation: ${v}`);
-    }
+    const started = performance.now();
+    const all: Figures[] = new Array(SEED_COUNT);
+    // Seed i runs on lane i % LANE_COUNT, after the lane's earlier seeds; the lanes run side by side.
+    await Promise.all(
+      lanes.map((l, laneIndex) =>
+        laneStore.run(l, async () => {
+          for (let i = laneIndex; i < SEED_COUNT; i += LANE_COUNT) {
+            const kind: Kind = i % 2 === 0 ? 'sync' : 'async';
+            const f = await runSeed(
+              `${SEED_PREFIX}-${kind}-${Math.floor(i / 2) + 1}`,
+              kind,
+              OPS_PER_SEED,
+            );
+            all[i] = f;
+            console.log(
+              `engine fuzz seed ${f.seed}: ${f.operations} operations, ${f.checks} checks, ${f.violations.length} violations, ${f.reverted} reverted calls (a violation unless predicted), ${(f.ms / 1000).toFixed(1)} s; ops ${JSON.stringify(f.byKind)}`,
+            );
+            for (const v of f.violations) console.log(`  violation: ${v}`);
+          }
+        }),
+      ),
+    );
     const total = all.reduce(
       (t, f) => ({
         ops: t.ops + f.operations,
@@ -1173,7 +1206,7 @@ describe('engine property fuzz', () => {
       { ops: 0, checks: 0, violations: 0, ms: 0 },
     );
     console.log(
-      `engine fuzz total: ${SEED_COUNT} seeds, ${total.ops} operations, ${total.checks} checks, ${total.violations} violations, ${(total.ms / 1000).toFixed(1)} s`,
+      `engine fuzz total: ${SEED_COUNT} seeds on ${LANE_COUNT} anvils, ${total.ops} operations, ${total.checks} checks, ${total.violations} violations, ${(total.ms / 1000).toFixed(1)} s of seeds in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
     expect(total.ops).toBeGreaterThanOrEqual(TOTAL_OPS);
     expect(all.flatMap((f) => f.violations.map((v) => `${f.seed} ${v}`))).toEqual([]);

@@ -3,8 +3,9 @@
  * TEST_DATABASE_URL (or DATABASE_URL) is set, so one suite runs on each with `describe.each`.
  *
  * Every call of `freshDatabase` gives an isolated, migrated database: PostgreSQL gets a new database
- * created on the server; PGlite gets a copy of a migrated template directory (initdb costs seconds,
- * a copy a fraction of one). Call the returned `drop()` in afterAll/afterEach.
+ * copied from a migrated template database on the server; PGlite gets a copy of a migrated template
+ * directory (initdb costs seconds, a copy a fraction of one). Call the returned `drop()` in
+ * afterAll/afterEach.
  *
  * PGlite directories live under `scratchRoot()` (tmpfs where there is one: see scratch.ts).
  */
@@ -51,15 +52,69 @@ export async function freshDatabase(
   return engine === 'postgres' ? freshPostgres(migrated) : freshPglite(migrated);
 }
 
+/** The hash of every migration: a template is reused only for the exact same set. */
+function migrationsKey(): string {
+  return listMigrations()
+    .reduce((h, m) => h.update(m.checksum), createHash('sha256'))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+const databaseUrl = (admin: string, name: string) => {
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+};
+
+let postgresTemplate: Promise<string> | undefined;
+
+/**
+ * A migrated database on the server, made once per migration set and copied by CREATE DATABASE …
+ * TEMPLATE (~70 ms against ~160 ms for create and migrate, on this machine). Built under a
+ * temporary name and renamed, under an advisory lock, so concurrent test processes neither build it
+ * twice nor copy half of one; nothing stays connected to it once built.
+ */
+function pgTemplate(admin: string): Promise<string> {
+  postgresTemplate ??= (async () => {
+    const name = `pys_template_${migrationsKey()}`;
+    await withAdmin(admin, async (c) => {
+      await c.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+      try {
+        const found = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+        if (found.rowCount) return;
+        const building = `${name}_${randomBytes(4).toString('hex')}`;
+        await c.query(`CREATE DATABASE ${building}`);
+        const db = await createDatabase({
+          engine: 'postgres',
+          url: databaseUrl(admin, building),
+          poolMax: 1,
+        });
+        try {
+          await migrate(db);
+        } finally {
+          await db.close();
+        }
+        await c.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+      } finally {
+        await c.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
+      }
+    });
+    return name;
+  })();
+  postgresTemplate.catch(() => {
+    postgresTemplate = undefined; // the next call tries again
+  });
+  return postgresTemplate;
+}
+
 async function freshPostgres(migrated: boolean): Promise<TestDatabase> {
   const admin = postgresAdminUrl();
   if (!admin) throw new Error('TEST_DATABASE_URL is not set');
   const name = `pys_test_${randomBytes(6).toString('hex')}`;
-  await withAdmin(admin, (c) => c.query(`CREATE DATABASE ${name}`));
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
+  const template = migrated ? ` TEMPLATE ${await pgTemplate(admin)}` : '';
+  await withAdmin(admin, (c) => c.query(`CREATE DATABASE ${name}${template}`));
+  const url = new URL(databaseUrl(admin, name));
   const db = await createDatabase({ engine: 'postgres', url: url.toString(), poolMax: 5 });
-  if (migrated) await migrate(db);
   return {
     db,
     location: url.toString(),
@@ -82,13 +137,8 @@ async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Prom
 
 /** A migrated PGlite directory, made once per migration set and reused by every test process. */
 async function pgliteTemplate(migrated: boolean): Promise<string> {
-  const key = migrated
-    ? listMigrations()
-        // Every migration counts: a new file must never reuse a stale template.
-        .reduce((h, m) => h.update(m.checksum), createHash('sha256'))
-        .digest('hex')
-        .slice(0, 32)
-    : 'empty';
+  // Every migration counts: a new file must never reuse a stale template.
+  const key = migrated ? migrationsKey() : 'empty';
   const dir = path.join(scratchRoot(), `pys-pglite-template-${key}`);
   if (existsSync(dir)) return dir;
   // Build beside the final path and rename, so a concurrent test process never sees half a template.

@@ -30,8 +30,21 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): Spawned {
   child.stderr?.on('data', (d) => {
     err += d;
   });
+  // 'exit' can come before the last lines written to the pipes are read: settle once both pipes
+  // ended too (what the process printed last, e.g. its shutdown lines, is then in stdout()), or 2 s
+  // after the exit should a pipe stay open (held by a grandchild) or be destroyed by the test.
+  const ended = (stream: NodeJS.ReadableStream | null) =>
+    new Promise<void>((resolve) => {
+      if (!stream || (stream as { readableEnded?: boolean }).readableEnded) return resolve();
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+    });
+  const pipesEnded = Promise.all([ended(child.stdout), ended(child.stderr)]);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
+    child.on('exit', (code, signal) => {
+      const grace = new Promise<void>((r) => setTimeout(r, 2000).unref());
+      void Promise.race([pipesEnded, grace]).then(() => resolve({ code, signal }));
+    }),
   );
   return { child, stdout: () => out, stderr: () => err, exited };
 }

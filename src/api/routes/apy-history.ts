@@ -3,7 +3,8 @@
  * first, over the `days` days ending at the latest finished day (the newest day with a final
  * snapshot, never today): N rows when N days of history exist; a day without a snapshot is absent.
  */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { trailingDays } from '../date-range.ts';

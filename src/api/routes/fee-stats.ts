@@ -6,7 +6,8 @@
  * reached the recipients' wallets) are served beside them. All are exact chain reads at the
  * boundary block; the daily figures sum to the cumulative earned figure to the base unit.
  */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads, SnapshotView } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';

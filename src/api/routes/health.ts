@@ -4,8 +4,8 @@
  * up, so that chain-backed endpoints do not answer 503 behind a ready instance). A 503 says which
  * part is not ready.
  */
-import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
 import { type Database, pingDatabase } from '../../db/client.ts';
 import type { Redis } from '../../redis.ts';
 import type { ChainRuntimeState } from '../dependencies.ts';

@@ -20,7 +20,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { InboundEventsRepo, NewInboundEvent } from '../../db/inbound-events.ts';
 import type { InboundSecretsRepo } from '../../db/inbound-secrets.ts';
 import type { ProductsRepo } from '../../db/products.ts';

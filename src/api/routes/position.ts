@@ -1,5 +1,6 @@
 /** GET /api/partner/products/{slug}/position: one wallet's shares, assets and USD value, live. */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { getAddress, isAddress } from 'viem';
 import type { ProductsRepo } from '../../db/products.ts';
 import { formatUnits, usdValue } from '../../money/index.ts';

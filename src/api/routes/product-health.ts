@@ -1,5 +1,6 @@
 /** GET /api/partner/products/{slug}/health: the live operational flags that gate the deposit button. */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { ScheduledFeeChange } from '../../chain/read-scheduled-fee-change.ts';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { ChainReader } from '../chain-reader.ts';

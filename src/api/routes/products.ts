@@ -2,7 +2,8 @@
  * GET /api/partner/products and GET /api/partner/products/{slug}: the caller's products of its key's
  * environment, with the latest daily snapshot. Detail answers in every state (DECISIONS).
  */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { Product as ProductRecord, ProductsRepo } from '../../db/products.ts';
 import { presentedApys, type SnapshotReads, type SnapshotView } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';

@@ -3,7 +3,8 @@
  * deposit's annual and monthly yield at the product's latest net APY. It prices a new deposit, so a
  * paused product answers 503 product_paused and a deprecated one 410 product_deprecated.
  */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { parseAmount, projectYield } from '../../money/index.ts';

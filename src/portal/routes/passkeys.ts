@@ -11,14 +11,7 @@
  * These endpoints answer JSON to the page's script: `{ success, code, message }` on failure, with a
  * message in words.
  */
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-} from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
 import { type PortalContext, PortalError, sessionOf } from '../context.ts';
@@ -27,6 +20,16 @@ import { startSession } from './sign-in.ts';
 const CHALLENGE_COOKIE = 'portal_webauthn';
 const CEREMONY_MS = 5 * 60_000;
 const NAME_MAX = 64;
+
+/**
+ * SimpleWebAuthn and its dependencies (~80 modules) load on the first ceremony, not with the portal:
+ * the service's start (liveness) does not wait for them (#13).
+ */
+let webauthnModule: Promise<typeof import('@simplewebauthn/server')> | undefined;
+const webauthn = () => {
+  webauthnModule ??= import('@simplewebauthn/server');
+  return webauthnModule;
+};
 
 type Ceremony = 'register' | 'sign-in';
 interface Sealed {
@@ -95,7 +98,7 @@ export function passkeyRoutes(
       async (request, reply) => {
         const { member } = sessionOf(request);
         const existing = await ctx.passkeys.listFor(member.id);
-        const options = await generateRegistrationOptions({
+        const options = await (await webauthn()).generateRegistrationOptions({
           rpName: 'Partner portal',
           rpID: rp().rpID,
           userName: member.email,
@@ -119,6 +122,7 @@ export function passkeyRoutes(
         if (sealed.memberId !== member.id) throw fail(400, 'Start adding the passkey again.');
         const response = request.body?.response;
         if (!response || typeof response !== 'object') throw fail(400, 'No passkey was sent.');
+        const { verifyRegistrationResponse } = await webauthn();
         let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
         try {
           verified = await verifyRegistrationResponse({
@@ -154,7 +158,7 @@ export function passkeyRoutes(
       '/passkeys/sign-in/options',
       { config: { portalPublic: true, portalJson: true, rateLimit } },
       async (_request, reply) => {
-        const options = await generateAuthenticationOptions({
+        const options = await (await webauthn()).generateAuthenticationOptions({
           rpID: rp().rpID,
           userVerification: 'preferred',
         });
@@ -178,6 +182,7 @@ export function passkeyRoutes(
             'This passkey is not registered here. Sign in with an email link instead.',
           );
         }
+        const { verifyAuthenticationResponse } = await webauthn();
         let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
         try {
           verified = await verifyAuthenticationResponse({

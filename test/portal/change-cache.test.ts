@@ -27,14 +27,16 @@ describe.each(storageEngines())('webhook pages after a change, on %s', (engine) 
   });
   afterAll(async () => h?.close());
 
-  /** The dispatcher's part: claims what is due and records each attempt's outcome. */
+  /** The dispatcher's part: claims what is due, counts it sent and records each outcome. */
   async function dispatch(ok: boolean) {
     const queue = createDeliveryQueue(h.t.db);
     const claimed = await queue.claim(100, 60_000);
+    await queue.markSent(claimed);
     await queue.record(
       claimed.map((c) => ({
         id: c.id,
         attempt: c.attempt,
+        claim: c.claim,
         ok,
         statusCode: ok ? 200 : 500,
         bodyExcerpt: null,

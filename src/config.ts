@@ -54,6 +54,10 @@ const url =
     return raw;
   };
 
+const boolean: Parser<boolean> = (raw) => {
+  if (raw !== 'true' && raw !== 'false') throw new Error('not a boolean');
+  return raw === 'true';
+};
 const nonEmpty: Parser<string> = (raw) => {
   if (raw.trim() === '') throw new Error('empty');
   return raw;
@@ -109,6 +113,13 @@ const settings = {
     expects: 'an integer from 1 to 200',
     parse: integer(1, 200),
     default: '10',
+  },
+  DATABASE_PREPARED_STATEMENTS: {
+    describe:
+      'Whether PostgreSQL statements are prepared once per connection (faster). Set `false` behind a pooler that cannot keep them, such as PgBouncer in transaction mode before 1.21.',
+    expects: 'true or false',
+    parse: boolean,
+    default: 'true',
   },
   REDIS_URL: {
     describe:
@@ -268,10 +279,7 @@ const settings = {
     describe:
       'With the local chain, provision the demo partners, products and keys on a fresh database.',
     expects: 'true or false',
-    parse: (raw) => {
-      if (raw !== 'true' && raw !== 'false') throw new Error('not a boolean');
-      return raw === 'true';
-    },
+    parse: boolean,
     default: 'true',
   },
 } satisfies Record<string, Setting<unknown>>;

@@ -5,6 +5,7 @@
  *   int8 and numeric → string (exact; callers turn them into bigint), date → 'YYYY-MM-DD',
  *   timestamptz → Date, json/jsonb → parsed value.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -54,7 +55,7 @@ export async function pingDatabase(db: Queryable): Promise<void> {
 }
 
 export type DatabaseOptions =
-  | { engine: 'postgres'; url: string; poolMax?: number }
+  | { engine: 'postgres'; url: string; poolMax?: number; preparedStatements?: boolean }
   | { engine: 'pglite'; dataDir?: string };
 
 /** Identifiers are the callers' constants, never input; quoting keeps them exact anyway. */
@@ -70,7 +71,34 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   return options.engine === 'postgres' ? createPostgres(options) : createPglite(options.dataDir);
 }
 
-async function createPostgres(options: { url: string; poolMax?: number }): Promise<Database> {
+/**
+ * Names for server-side prepared statements, shared by a pool's connections. A named statement is
+ * parsed (and, once PostgreSQL's plan cache settles, planned) once per connection instead of on
+ * every call; postgres.js prepares every statement by default and pgJDBC after five uses, for the
+ * same reason. Bounded: only statements with parameters (the ones sent with the extended protocol),
+ * of moderate length, and at most MAX_NAMED distinct texts, since a multi-row INSERT whose text
+ * varies with its row count would otherwise leave a statement per count on every connection.
+ */
+const MAX_NAMED = 500;
+const MAX_NAMED_LENGTH = 8_000;
+function statementNamer(): (sql: string) => string | undefined {
+  const names = new Map<string, string>();
+  return (sql) => {
+    const known = names.get(sql);
+    if (known !== undefined || names.size >= MAX_NAMED || sql.length > MAX_NAMED_LENGTH) {
+      return known;
+    }
+    const name = `pys_${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
+    names.set(sql, name);
+    return name;
+  };
+}
+
+async function createPostgres(options: {
+  url: string;
+  poolMax?: number;
+  preparedStatements?: boolean;
+}): Promise<Database> {
   // Per-pool type parsers: the global pg.types registry would leak into other pools and libraries.
   const textTypes = new Set<number>([OID.INT8, OID.NUMERIC, OID.DATE]);
   const pool = new pg.Pool({
@@ -122,12 +150,16 @@ async function createPostgres(options: { url: string; poolMax?: number }): Promi
     await pipeline(Readable.from([Buffer.from(text)]), stream);
     return stream.rowCount ?? 0;
   };
+  const nameOf = options.preparedStatements === false ? () => undefined : statementNamer();
   const run = async <T>(
     client: pg.Pool | pg.PoolClient,
     sql: string,
     params?: readonly unknown[],
   ) => {
-    const r = await client.query(sql, params as unknown[] | undefined);
+    const name = params && params.length > 0 ? nameOf(sql) : undefined;
+    const r = await (name === undefined
+      ? client.query(sql, params as unknown[] | undefined)
+      : client.query({ name, text: sql, values: params as unknown[] }));
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   };
   return {

@@ -9,6 +9,7 @@ export function openDatabase(config: Config): Promise<Database> {
         engine: 'postgres',
         url: config.DATABASE_URL,
         poolMax: config.DATABASE_POOL_MAX,
+        preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       })
     : createDatabase({ engine: 'pglite', dataDir: path.join(config.DATA_DIR, 'pglite') });
 }

@@ -194,12 +194,19 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
       });
     },
 
-    /** Deliveries, newest first. */
+    /**
+     * Deliveries, newest first, filtered by destination, event, status, event type and creation
+     * time. `before` pages back: only deliveries older, in this order, than the one it names (none
+     * when it names no delivery).
+     */
     async list(
       filter: {
         destinationId?: string;
         eventId?: string;
         status?: DeliveryStatus;
+        eventType?: string;
+        createdSince?: Date;
+        before?: string;
         limit?: number;
       } = {},
     ): Promise<WebhookDelivery[]> {
@@ -212,9 +219,22 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
          FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
          WHERE ($1::text IS NULL OR d.destination_id = $1) AND ($2::text IS NULL OR d.event_id = $2)
            AND ($3::text IS NULL OR d.status = $3)
+           AND ($5::text IS NULL OR e.event_type = $5)
+           AND ($6::timestamptz IS NULL OR d.created_at >= $6)
+           AND ($7::text IS NULL OR (d.created_at, e.seq, d.id) < (
+             SELECT c.created_at, ce.seq, c.id
+             FROM webhook_deliveries c JOIN events ce ON ce.id = c.event_id WHERE c.id = $7))
          ORDER BY d.created_at DESC, e.seq DESC, d.id DESC
          LIMIT $4`,
-        [filter.destinationId ?? null, filter.eventId ?? null, filter.status ?? null, limit],
+        [
+          filter.destinationId ?? null,
+          filter.eventId ?? null,
+          filter.status ?? null,
+          limit,
+          filter.eventType ?? null,
+          filter.createdSince ?? null,
+          filter.before ?? null,
+        ],
       );
       return rows.map(toDelivery);
     },

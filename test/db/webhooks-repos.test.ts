@@ -248,6 +248,22 @@ describe.each(storageEngines())('webhook repositories on %s', (engine) => {
     ]);
     expect(await deliveries.list({ status: 'failed' })).toEqual([]);
     expect(await deliveries.list({ limit: 2 })).toHaveLength(2);
+    // By event type, by creation time, and page after page from a cursor, in the same order.
+    expect(
+      (await deliveries.list({ destinationId: all, eventType: 'tvl_alert' })).map((d) => d.eventId),
+    ).toEqual([alert.id]);
+    const future = new Date(Date.now() + 60_000);
+    expect(await deliveries.list({ createdSince: future })).toEqual([]);
+    const pages: string[] = [];
+    let before: string | undefined;
+    for (;;) {
+      const page = await deliveries.list({ limit: 3, ...(before ? { before } : {}) });
+      pages.push(...page.map((d) => d.id));
+      if (page.length < 3) break;
+      before = page.at(-1)!.id;
+    }
+    expect(pages).toEqual(log.map((d) => d.id));
+    expect(await deliveries.list({ before: 'dlv_none' })).toEqual([]);
   });
 
   it('fans a batch of events out in the statement that stores them', async () => {

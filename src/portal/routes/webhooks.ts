@@ -74,6 +74,10 @@ export function secretPanel(secret: string, heading: string, note: Html | string
 </section>`;
 }
 
+/** Deliveries on a page of the destination's log. */
+const LOG_PAGE = 50;
+const DELIVERY_ID = /^dlv_[0-9a-f]{32}$/;
+
 /** A datetime-local value (UTC) or undefined; the form says the times are UTC. */
 function parseUtcTime(raw: unknown): Date | undefined {
   if (typeof raw !== 'string' || raw === '') return undefined;
@@ -321,7 +325,13 @@ ${
 
     app.get<{
       Params: { env: string; id: string };
-      Querystring: { status?: string; type?: string; since?: string; notice?: string };
+      Querystring: {
+        status?: string;
+        type?: string;
+        since?: string;
+        before?: string;
+        notice?: string;
+      };
     }>('/:env/webhooks/:id', async (request, reply) => {
       const env = envParam(request);
       const { member } = sessionOf(request);
@@ -330,24 +340,34 @@ ${
       const status = DELIVERY_STATUSES.includes(q.status as DeliveryStatus)
         ? (q.status as DeliveryStatus)
         : undefined;
-      const type = typeof q.type === 'string' && q.type !== '' ? q.type : undefined;
+      const type =
+        typeof q.type === 'string' && q.type !== '' && q.type.length <= 100 ? q.type : undefined;
       const since = parseUtcTime(q.since);
-      const read = await ctx.webhookPages.get(`destination:${id}:${status ?? ''}`, async () => {
+      const before =
+        typeof q.before === 'string' && DELIVERY_ID.test(q.before) ? q.before : undefined;
+      const key = `destination:${id}:${status ?? ''}:${type ?? ''}:${since?.toISOString() ?? ''}:${before ?? ''}`;
+      const read = await ctx.webhookPages.get(key, async () => {
         const found = await destinations.find(id);
         if (!found) return undefined;
         const at = new Date();
         const [[h], log] = await Promise.all([
           health.stats([id], at),
-          // The log's filters: status in the query, type and time below (the newest 1,000 are read).
-          deliveries.list({ destinationId: id, status, limit: 1000 }),
+          // One more than a page: whether there is an older one.
+          deliveries.list({
+            destinationId: id,
+            ...(status ? { status } : {}),
+            ...(type ? { eventType: type } : {}),
+            ...(since ? { createdSince: since } : {}),
+            ...(before ? { before } : {}),
+            limit: LOG_PAGE + 1,
+          }),
         ]);
         return { found, h, log, at };
       });
       const d = ownOr404(read?.found, member, env, id);
       const { h, at } = read!;
-      const rows = read!.log.filter(
-        (r) => (!type || r.eventType === type) && (!since || r.createdAt >= since),
-      );
+      const rows = read!.log.slice(0, LOG_PAGE);
+      const older = read!.log.length > LOG_PAGE ? rows.at(-1)!.id : undefined;
       const csrf = reply.generateCsrf();
       const manage = canManageWebhooks(member.role, env);
       const here = `${base()}/${env}/webhooks/${d.id}`;
@@ -380,6 +400,8 @@ ${
             status,
             type,
             since,
+            before,
+            older,
             pendingPing,
           }),
         }),
@@ -399,9 +421,22 @@ ${
         status?: DeliveryStatus;
         type?: string;
         since?: Date;
+        /** The page starts after this delivery (none: the newest). */
+        before?: string | undefined;
+        /** The last delivery shown, when older ones match too. */
+        older?: string | undefined;
         pendingPing: boolean;
       },
     ): Html {
+      const pageLink = (after?: string) => {
+        const p = new URLSearchParams();
+        if (o.status) p.set('status', o.status);
+        if (o.type) p.set('type', o.type);
+        if (o.since) p.set('since', localValue(o.since));
+        if (after) p.set('before', after);
+        const qs = p.toString();
+        return qs ? `${o.here}?${qs}` : o.here;
+      };
       const csrfField = html`<input type="hidden" name="_csrf" value="${o.csrf}">`;
       const rate = h?.window.successRate;
       // Read with the destination, possibly seconds ago: a previous secret past its end is gone.
@@ -479,6 +514,11 @@ ${
     </tr>`,
     )}</tbody>
   </table>`
+  }
+  ${
+    o.before || o.older
+      ? html`<nav class="pager" aria-label="Delivery log pages">${o.before ? html`<a href="${pageLink()}">Newest deliveries</a>` : ''}${o.older ? html`<a class="older" href="${pageLink(o.older)}">Older deliveries</a>` : ''}</nav>`
+      : ''
   }
   ${
     o.manage && !d.disabledAt

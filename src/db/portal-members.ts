@@ -20,7 +20,7 @@ export interface Member {
   removedAt: Date | null;
 }
 
-interface Row {
+export interface MemberRow {
   id: string;
   partner_id: string;
   partner_name: string;
@@ -31,7 +31,7 @@ interface Row {
   removed_at: Date | null;
 }
 
-const toMember = (r: Row): Member => ({
+export const toMember = (r: MemberRow): Member => ({
   id: r.id,
   partnerId: r.partner_id,
   partnerName: r.partner_name,
@@ -42,7 +42,9 @@ const toMember = (r: Row): Member => ({
   removedAt: r.removed_at,
 });
 
-const SELECT = `SELECT m.*, p.name AS partner_name FROM portal_members m JOIN partners p ON p.id = m.partner_id`;
+/** A member's columns: `m` is portal_members, `p` its partner. */
+export const MEMBER_COLUMNS = 'm.*, p.name AS partner_name';
+const SELECT = `SELECT ${MEMBER_COLUMNS} FROM portal_members m JOIN partners p ON p.id = m.partner_id`;
 
 /** Emails are kept as given (trimmed) and compared case-insensitively. */
 export const EMAIL_PATTERN = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
@@ -81,13 +83,13 @@ export function createPortalMembersRepo(db: Queryable) {
     },
 
     async get(id: string): Promise<Member | undefined> {
-      const { rows } = await db.query<Row>(`${SELECT} WHERE m.id = $1`, [id]);
+      const { rows } = await db.query<MemberRow>(`${SELECT} WHERE m.id = $1`, [id]);
       return rows[0] && toMember(rows[0]);
     },
 
     /** The active member with this email, any partner. */
     async findActiveByEmail(email: string): Promise<Member | undefined> {
-      const { rows } = await db.query<Row>(
+      const { rows } = await db.query<MemberRow>(
         `${SELECT} WHERE lower(m.email) = lower($1) AND m.removed_at IS NULL`,
         [email.trim()],
       );
@@ -95,7 +97,7 @@ export function createPortalMembersRepo(db: Queryable) {
     },
 
     async listActive(partnerId: string): Promise<Member[]> {
-      const { rows } = await db.query<Row>(
+      const { rows } = await db.query<MemberRow>(
         `${SELECT} WHERE m.partner_id = $1 AND m.removed_at IS NULL ORDER BY m.created_at, m.id`,
         [partnerId],
       );

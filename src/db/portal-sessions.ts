@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Queryable } from './client.ts';
+import { MEMBER_COLUMNS, type Member, type MemberRow, toMember } from './portal-members.ts';
 
 export interface SessionMeta {
   ip?: string | undefined;
@@ -14,8 +15,11 @@ export interface SessionMeta {
 export interface SessionStore {
   /** Starts a session; returns the id for the cookie (never stored in clear). */
   create(memberId: string, meta: SessionMeta): Promise<string>;
-  /** The member of a live session, renewing its inactivity clock; undefined when none. */
-  resolve(sessionId: string): Promise<{ memberId: string } | undefined>;
+  /**
+   * The member of a live session, renewing its inactivity clock; undefined when none. A store that
+   * can read the member in the same round trip (the database) returns it too.
+   */
+  resolve(sessionId: string): Promise<{ memberId: string; member?: Member } | undefined>;
   destroy(sessionId: string): Promise<void>;
   /** Ends every session of a member (sign-out everywhere, removal). Returns how many ended. */
   destroyAllFor(memberId: string): Promise<number>;
@@ -43,9 +47,13 @@ export function createDbSessionStore(db: Queryable, idleMs: number): SessionStor
     async resolve(sessionId) {
       if (!SESSION_ID_PATTERN.test(sessionId)) return undefined;
       const hash = hashSessionId(sessionId);
-      const { rows } = await db.query<{ member_id: string; idle_ms: number }>(
-        `SELECT member_id, (extract(epoch FROM now() - last_seen_at) * 1000)::float8 AS idle_ms
-         FROM portal_sessions WHERE id_hash = $1`,
+      // The member in the same statement: every signed-in page asks this first.
+      const { rows } = await db.query<MemberRow & { idle_ms: number }>(
+        `SELECT ${MEMBER_COLUMNS},
+                (extract(epoch FROM now() - s.last_seen_at) * 1000)::float8 AS idle_ms
+         FROM portal_sessions s
+         JOIN portal_members m ON m.id = s.member_id JOIN partners p ON p.id = m.partner_id
+         WHERE s.id_hash = $1`,
         [hash],
       );
       const row = rows[0];
@@ -59,7 +67,8 @@ export function createDbSessionStore(db: Queryable, idleMs: number): SessionStor
           hash,
         ]);
       }
-      return { memberId: row.member_id };
+      const { idle_ms: _, ...member } = row;
+      return { memberId: row.id, member: toMember(member) };
     },
 
     async destroy(sessionId) {

@@ -39,7 +39,7 @@ export function createSignedInCache(
 
   const lookUp = async (sessionId: string) => {
     const session = await store.resolve(sessionId);
-    const member = session ? await getMember(session.memberId) : undefined;
+    const member = session ? (session.member ?? (await getMember(session.memberId))) : undefined;
     return member && !member.removedAt ? member : undefined;
   };
 

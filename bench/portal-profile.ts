@@ -145,7 +145,9 @@ const pages = [
 const median = (v: number[]) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
 console.log(`portal profile (${inner.engine}), ${RUNS} sequential requests per page, medians`);
 console.log('page                                   status  queries  db ms  total ms  other ms');
-for (const url of pages) {
+// PROFILE_PAGES: comma-separated parts of the URLs to measure (all when unset), e.g. `webhooks/whk`.
+const only = (process.env.PROFILE_PAGES ?? '').split(',').filter(Boolean);
+for (const url of pages.filter((u) => only.length === 0 || only.some((o) => u.includes(o)))) {
   const totals: number[] = [];
   const dbs: number[] = [];
   let queries = 0;

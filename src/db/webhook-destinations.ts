@@ -67,7 +67,8 @@ export const DEFAULT_ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
 /** Longest grace period a rotation may ask for. */
 export const MAX_ROTATION_GRACE_MS = 30 * 24 * 60 * 60 * 1000;
 
-interface Row {
+/** A webhook_destinations row as read. */
+export interface DestinationRow {
   id: string;
   partner_id: string;
   environment: Environment;
@@ -85,7 +86,7 @@ interface Row {
   removed_at: Date | null;
 }
 
-const toDestination = (r: Row, now = Date.now()): WebhookDestination => ({
+export const toDestination = (r: DestinationRow, now = Date.now()): WebhookDestination => ({
   id: r.id,
   partnerId: r.partner_id,
   environment: r.environment,
@@ -125,7 +126,7 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
       const id = newId('whk');
       const secret = generateDestinationSecret();
       const types = eventTypesColumn(input.eventTypes);
-      const { rows } = await db.query<Row>(
+      const { rows } = await db.query<DestinationRow>(
         `INSERT INTO webhook_destinations
            (id, partner_id, environment, url, event_types, secret_ciphertext, secret_fingerprint)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
@@ -139,13 +140,13 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
           secretFingerprint(secret),
         ],
       );
-      return { destination: toDestination(rows[0] as Row), secret };
+      return { destination: toDestination(rows[0] as DestinationRow), secret };
     },
 
     async list(
       filter: { partnerId?: string; environment?: Environment; includeRemoved?: boolean } = {},
     ): Promise<WebhookDestination[]> {
-      const { rows } = await db.query<Row>(
+      const { rows } = await db.query<DestinationRow>(
         `SELECT * FROM webhook_destinations
          WHERE ($1::text IS NULL OR partner_id = $1) AND ($2::text IS NULL OR environment = $2)
            AND ($3 OR removed_at IS NULL)
@@ -156,9 +157,10 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
     },
 
     async find(id: string): Promise<WebhookDestination | undefined> {
-      const { rows } = await db.query<Row>('SELECT * FROM webhook_destinations WHERE id = $1', [
-        id,
-      ]);
+      const { rows } = await db.query<DestinationRow>(
+        'SELECT * FROM webhook_destinations WHERE id = $1',
+        [id],
+      );
       return rows[0] && toDestination(rows[0]);
     },
 
@@ -181,7 +183,7 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
       }
       const secret = generateDestinationSecret();
       // The right-hand sides read the row as it was: the current secret becomes the previous one.
-      const { rows } = await db.query<Row>(
+      const { rows } = await db.query<DestinationRow>(
         `UPDATE webhook_destinations
          SET previous_secret_ciphertext = CASE WHEN $4::bigint > 0 THEN secret_ciphertext END,
              previous_secret_fingerprint = CASE WHEN $4::bigint > 0 THEN secret_fingerprint END,
@@ -213,7 +215,7 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
       }
       const url = changes.url === undefined ? null : parseDestinationUrl(changes.url).toString();
       const types = changes.eventTypes === undefined ? null : eventTypesColumn(changes.eventTypes);
-      const { rows } = await db.query<Row>(
+      const { rows } = await db.query<DestinationRow>(
         `UPDATE webhook_destinations
          SET url = coalesce($2, url),
              event_types = CASE WHEN $3 THEN $4::text[] ELSE event_types END,

@@ -20,7 +20,12 @@
  */
 import type { Database, Queryable } from './client.ts';
 import { createWebhookDeliveriesRepo, type WebhookDelivery } from './webhook-deliveries.ts';
-import type { DisabledBy } from './webhook-destinations.ts';
+import {
+  type DestinationRow,
+  type DisabledBy,
+  toDestination,
+  type WebhookDestination,
+} from './webhook-destinations.ts';
 
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000;
 /** The statistics window. */
@@ -65,6 +70,8 @@ interface StatsRow {
   last_failure_code: number | null;
   last_failure_error: string | null;
 }
+
+const STATS_COLUMNS = 'w.id, w.disabled_at, w.disabled_by, w.disabled_reason, w.failing_since';
 
 const toHealth = (r: StatsRow): DestinationHealth => ({
   destinationId: r.id,
@@ -138,6 +145,45 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
   const inTransaction = <T>(fn: (q: Queryable) => Promise<T>): Promise<T> =>
     'transaction' in db ? db.transaction(fn) : fn(db);
 
+  /** The statistics query, with the destination columns a caller needs (`w` is the destination). */
+  const readStats = async <R>(
+    columns: string,
+    destinationIds: readonly string[] | undefined,
+    now: Date,
+  ): Promise<R[]> => {
+    const { rows } = await db.query<R>(
+      `SELECT ${columns},
+              s.attempts, s.succeeded, s.p50, s.p95, s.max_ms,
+              ls.attempted_at AS last_success_at,
+              lf.attempted_at AS last_failure_at, lf.status_code AS last_failure_code,
+              lf.error AS last_failure_error
+       FROM webhook_destinations w
+       CROSS JOIN LATERAL (
+         SELECT count(*)::int AS attempts, (count(*) FILTER (WHERE a.ok))::int AS succeeded,
+                percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS p50,
+                percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95,
+                max(a.duration_ms) AS max_ms
+         FROM webhook_delivery_attempts a
+         WHERE a.destination_id = w.id AND a.attempted_at > $2::timestamptz - $3 * interval '1 millisecond'
+           AND a.attempted_at <= $2::timestamptz
+       ) s
+       LEFT JOIN LATERAL (
+         SELECT a.attempted_at FROM webhook_delivery_attempts a
+         WHERE a.destination_id = w.id AND a.ok AND a.attempted_at <= $2::timestamptz
+         ORDER BY a.attempted_at DESC LIMIT 1
+       ) ls ON true
+       LEFT JOIN LATERAL (
+         SELECT a.attempted_at, a.status_code, a.error FROM webhook_delivery_attempts a
+         WHERE a.destination_id = w.id AND NOT a.ok AND a.attempted_at <= $2::timestamptz
+         ORDER BY a.attempted_at DESC LIMIT 1
+       ) lf ON true
+       WHERE ($1::text[] IS NULL OR w.id = ANY ($1))
+       ORDER BY w.created_at, w.id`,
+      [destinationIds ? [...destinationIds] : null, now, STATS_WINDOW_MS],
+    );
+    return rows;
+  };
+
   return {
     /**
      * Statistics of destinations (all of them without ids): success rate and attempt latency
@@ -147,37 +193,19 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
       destinationIds?: readonly string[],
       now: Date = new Date(),
     ): Promise<DestinationHealth[]> {
-      const { rows } = await db.query<StatsRow>(
-        `SELECT w.id, w.disabled_at, w.disabled_by, w.disabled_reason, w.failing_since,
-                s.attempts, s.succeeded, s.p50, s.p95, s.max_ms,
-                ls.attempted_at AS last_success_at,
-                lf.attempted_at AS last_failure_at, lf.status_code AS last_failure_code,
-                lf.error AS last_failure_error
-         FROM webhook_destinations w
-         CROSS JOIN LATERAL (
-           SELECT count(*)::int AS attempts, (count(*) FILTER (WHERE a.ok))::int AS succeeded,
-                  percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS p50,
-                  percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95,
-                  max(a.duration_ms) AS max_ms
-           FROM webhook_delivery_attempts a
-           WHERE a.destination_id = w.id AND a.attempted_at > $2::timestamptz - $3 * interval '1 millisecond'
-             AND a.attempted_at <= $2::timestamptz
-         ) s
-         LEFT JOIN LATERAL (
-           SELECT a.attempted_at FROM webhook_delivery_attempts a
-           WHERE a.destination_id = w.id AND a.ok AND a.attempted_at <= $2::timestamptz
-           ORDER BY a.attempted_at DESC LIMIT 1
-         ) ls ON true
-         LEFT JOIN LATERAL (
-           SELECT a.attempted_at, a.status_code, a.error FROM webhook_delivery_attempts a
-           WHERE a.destination_id = w.id AND NOT a.ok AND a.attempted_at <= $2::timestamptz
-           ORDER BY a.attempted_at DESC LIMIT 1
-         ) lf ON true
-         WHERE ($1::text[] IS NULL OR w.id = ANY ($1))
-         ORDER BY w.created_at, w.id`,
-        [destinationIds ? [...destinationIds] : null, now, STATS_WINDOW_MS],
-      );
-      return rows.map(toHealth);
+      return (await readStats<StatsRow>(STATS_COLUMNS, destinationIds, now)).map(toHealth);
+    },
+
+    /**
+     * One destination with its statistics, in one statement (the portal's destination page):
+     * undefined when there is no destination with that id.
+     */
+    async destinationWithStats(
+      id: string,
+      now: Date = new Date(),
+    ): Promise<{ destination: WebhookDestination; health: DestinationHealth } | undefined> {
+      const [row] = await readStats<StatsRow & DestinationRow>('w.*', [id], now);
+      return row && { destination: toDestination(row), health: toHealth(row) };
     },
 
     /**

@@ -113,6 +113,14 @@ describe.each(storageEngines())('webhook endpoint health on %s', (engine) => {
     });
     expect(stats!.window.latencyMs!.p95).toBeLessThan(10_000);
     expect(stats!.lastFailure!.at.getTime()).toBeGreaterThan(stats!.lastSuccessAt!.getTime());
+    // The portal's one-statement read: the same figures, and the destination as find() reads it.
+    const at = new Date();
+    const joint = await health.destinationWithStats(destination.id, at);
+    expect(joint?.health).toEqual((await health.stats([destination.id], at))[0]);
+    expect(joint?.destination).toEqual(
+      await createWebhookDestinationsRepo(db, box).find(destination.id),
+    );
+    expect(await health.destinationWithStats('whk_none', at)).toBeUndefined();
     // Nothing is counted in a window that ends before the first attempt.
     const [before] = await health.stats([destination.id], new Date(Date.now() - DAY));
     expect(before!.window).toEqual({

@@ -347,11 +347,11 @@ ${
         typeof q.before === 'string' && DELIVERY_ID.test(q.before) ? q.before : undefined;
       const key = `destination:${id}:${status ?? ''}:${type ?? ''}:${since?.toISOString() ?? ''}:${before ?? ''}`;
       const read = await ctx.webhookPages.get(key, async () => {
-        const found = await destinations.find(id);
-        if (!found) return undefined;
         const at = new Date();
-        const [[h], log] = await Promise.all([
-          health.stats([id], at),
+        // The destination and its figures in one statement, the log beside it; whose it is is
+        // checked once both are in (a stranger's log is read and dropped, never shown).
+        const [withStats, log] = await Promise.all([
+          health.destinationWithStats(id, at),
           // One more than a page: whether there is an older one.
           deliveries.list({
             destinationId: id,
@@ -362,7 +362,7 @@ ${
             limit: LOG_PAGE + 1,
           }),
         ]);
-        return { found, h, log, at };
+        return withStats && { found: withStats.destination, h: withStats.health, log, at };
       });
       const d = ownOr404(read?.found, member, env, id);
       const { h, at } = read!;

@@ -59,6 +59,12 @@ export interface ApiDependencies {
   close: () => Promise<void>;
 }
 
+/** What the snapshot-backed routes (apy-history, fee-stats) read through. */
+export type SnapshotRouteDeps = Pick<ApiDependencies, 'cache' | 'products' | 'snapshots'> & {
+  /** The clock the routes' default windows end at (tests fix it). */
+  now?: () => Date;
+};
+
 function cachedInboundSecrets(cache: ReadCache, db: Database, secretBox: SecretBox | undefined) {
   if (!secretBox) return undefined;
   // A rotation bumps the read-model version, so the new secret applies within the cache's poll;

@@ -5,12 +5,11 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { ProductsRepo } from '../../db/products.ts';
-import type { SnapshotReads } from '../../db/snapshot-reads.ts';
 import { trailingDays } from '../date-range.ts';
+import type { SnapshotRouteDeps } from '../dependencies.ts';
 import { ApiError } from '../errors.ts';
 import { productOf } from '../product-access.ts';
-import { type ReadCache, sendCachedJson } from '../read-cache.ts';
+import { sendCachedJson } from '../read-cache.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const ALLOWED_DAYS = [7, 30, 180] as const;
@@ -32,12 +31,7 @@ export function parseDays(raw: string | undefined): number {
   return n;
 }
 
-export function apyHistoryRoute(deps: {
-  cache: ReadCache;
-  products: ProductsRepo;
-  snapshots: SnapshotReads;
-  now?: () => Date;
-}): FastifyPluginAsyncTypebox {
+export function apyHistoryRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebox {
   const now = deps.now ?? (() => new Date());
   return async (app) => {
     app.get(

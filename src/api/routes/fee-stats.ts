@@ -8,12 +8,12 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { ProductsRepo } from '../../db/products.ts';
-import type { SnapshotReads, SnapshotView } from '../../db/snapshot-reads.ts';
+import type { SnapshotView } from '../../db/snapshot-reads.ts';
 import { formatUnits } from '../../money/index.ts';
 import { feeStatsRange } from '../date-range.ts';
+import type { SnapshotRouteDeps } from '../dependencies.ts';
 import { productOf } from '../product-access.ts';
-import { type ReadCache, sendCachedJson } from '../read-cache.ts';
+import { sendCachedJson } from '../read-cache.ts';
 import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const FeeStatsRow = Type.Object(
@@ -65,12 +65,7 @@ export function feeStatsRows(rows: readonly SnapshotView[], assetDecimals: numbe
   }));
 }
 
-export function feeStatsRoute(deps: {
-  cache: ReadCache;
-  products: ProductsRepo;
-  snapshots: SnapshotReads;
-  now?: () => Date;
-}): FastifyPluginAsyncTypebox {
+export function feeStatsRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebox {
   const now = deps.now ?? (() => new Date());
   return async (app) => {
     app.get(

@@ -81,6 +81,11 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
  */
 const MAX_NAMED = 500;
 const MAX_NAMED_LENGTH = 8_000;
+/** PostgreSQL's refusal to run a prepared statement whose result columns a DDL change altered. */
+const isStalePlan = (err: unknown) =>
+  (err as { code?: unknown }).code === '0A000' &&
+  /cached plan must not change result type/.test((err as Error).message);
+
 function statementNamer(): (sql: string) => string | undefined {
   const names = new Map<string, string>();
   return (sql) => {
@@ -154,17 +159,33 @@ async function createPostgres(options: {
   const run = async <T>(
     client: pg.Pool | pg.PoolClient,
     sql: string,
-    params?: readonly unknown[],
+    params: readonly unknown[] | undefined,
+    name?: string,
   ) => {
-    const name = params && params.length > 0 ? nameOf(sql) : undefined;
     const r = await (name === undefined
       ? client.query(sql, params as unknown[] | undefined)
       : client.query({ name, text: sql, values: params as unknown[] }));
     return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
   };
+  /**
+   * Outside transactions, statements with parameters are prepared. A migration that changes a
+   * table's columns (another process's, in a rolling deploy) makes PostgreSQL refuse the next run
+   * of a prepared `SELECT *` on it once per connection ("cached plan must not change result type")
+   * and plan it again; that run is repeated, so no caller sees it. Inside a transaction the refusal
+   * would abort the whole transaction, so statements there are not prepared.
+   */
+  const runPrepared = async <T>(sql: string, params?: readonly unknown[]) => {
+    const name = params && params.length > 0 ? nameOf(sql) : undefined;
+    try {
+      return await run<T>(pool, sql, params, name);
+    } catch (err) {
+      if (name === undefined || !isStalePlan(err)) throw err;
+      return run<T>(pool, sql, params, name);
+    }
+  };
   return {
     engine: 'postgres',
-    query: (sql, params) => run(pool, sql, params),
+    query: (sql, params) => runPrepared(sql, params),
     exec: async (sql) => {
       await pool.query(sql);
     },

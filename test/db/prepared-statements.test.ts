@@ -1,7 +1,8 @@
 /**
  * Server-side prepared statements on PostgreSQL (src/db/client.ts): a statement with parameters is
- * parsed once per connection and reused, up to a bound on distinct texts; without parameters, or
- * with DATABASE_PREPARED_STATEMENTS=false, nothing is prepared. Read from PostgreSQL's own
+ * parsed once per connection and reused, up to a bound on distinct texts; without parameters, inside
+ * a transaction, or with DATABASE_PREPARED_STATEMENTS=false, nothing is prepared. A column added by
+ * another process (a migration in a rolling deploy) never fails a prepared `SELECT *`. Read from PostgreSQL's own
  * `pg_prepared_statements` view, on the one connection of a pool of one.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +58,40 @@ describe.skipIf(!postgresAdminUrl())('prepared statements on PostgreSQL', () => 
         expect(rows[0]!.n).toBe(1 + i);
       }
       expect(await prepared(db)).toHaveLength(500);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('prepares nothing inside a transaction', async () => {
+    const db = await open();
+    try {
+      await db.transaction((tx) => tx.query('SELECT $1::int AS n', [1]));
+      expect(await prepared(db)).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('answers a prepared SELECT * after another process adds a column to its table', async () => {
+    const db = await open();
+    const table = `prep_${Date.now()}`;
+    try {
+      await db.exec(`CREATE TABLE ${table} (id int PRIMARY KEY, a text)`);
+      await db.query(`INSERT INTO ${table} VALUES ($1, $2)`, [1, 'x']);
+      const read = () => db.query(`SELECT * FROM ${table} WHERE id = $1`, [1]);
+      expect((await read()).rows).toEqual([{ id: 1, a: 'x' }]);
+      // The migration runs on a connection of its own, as another process's would.
+      const other = await createDatabase({ engine: 'postgres', url: t.location, poolMax: 1 });
+      try {
+        await other.exec(`ALTER TABLE ${table} ADD COLUMN b text`);
+      } finally {
+        await other.close();
+      }
+      // PostgreSQL refuses the prepared statement once ("cached plan must not change result
+      // type"); the client runs it again, and the caller sees only the new shape.
+      expect((await read()).rows).toEqual([{ id: 1, a: 'x', b: null }]);
+      expect((await read()).rows).toEqual([{ id: 1, a: 'x', b: null }]);
     } finally {
       await db.close();
     }

@@ -1,7 +1,7 @@
 /**
  * `start` on a fresh DATA_DIR provisions the demo on the local chain and deploys the pending
  * launch products, the indexer and the metrics processor fill events and history; then, with the service stopped (the embedded database allows one process), the
- * operator commands pause, resume and deprecate demo products on the saved chain.
+ * operator commands pause, resume and deprecate demo products and change their fees on the saved chain.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -288,5 +288,93 @@ describe('the demo', { timeout: 240_000 }, () => {
     expect(again.err).toBe(
       'yield-service: cannot resume acme-test-usdc-core: it is deprecated, which is final\n',
     );
+  });
+
+  it('shows, lowers, schedules, refuses to apply early and cancels fees on the saved chain', async () => {
+    const slug = 'acme-live-usdc-core';
+    type Fees = {
+      slug: string;
+      result?: string;
+      tx_hash?: string;
+      in_force: { service_fee_bps: number; partner_fee_bps: number };
+      recorded: { service_fee_bps: number; partner_fee_bps: number };
+      scheduled: { service_fee_bps: number; partner_fee_bps: number; effective_at: string } | null;
+    };
+    const json = async (args: string[]) => {
+      const r = await cli([...args, '--json']);
+      expect(r.err, args.join(' ')).toBe('');
+      expect(r.code).toBe(0);
+      return JSON.parse(r.out) as Fees;
+    };
+    const before = await json(['product', 'fees', slug]);
+    expect(before).toMatchObject({ slug, scheduled: null });
+    expect(before.recorded).toEqual(before.in_force);
+    const service = before.in_force.service_fee_bps;
+    const partner = before.in_force.partner_fee_bps;
+    expect(partner).toBeGreaterThan(0);
+
+    // A decrease applies at once on chain; the API's figures follow once the worker confirms it.
+    const down = await json([
+      'product',
+      'set-fees',
+      slug,
+      '--service-fee-bps',
+      String(service),
+      '--partner-fee-bps',
+      String(partner - 1),
+    ]);
+    expect(down).toMatchObject({
+      result: 'applied',
+      tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      in_force: { service_fee_bps: service, partner_fee_bps: partner - 1 },
+      recorded: before.recorded,
+      scheduled: null,
+    });
+
+    // An increase is scheduled for after the engine's notice; applying it early is refused.
+    const up = await json([
+      'product',
+      'set-fees',
+      slug,
+      '--service-fee-bps',
+      String(service),
+      '--partner-fee-bps',
+      String(partner + 100),
+    ]);
+    expect(up).toMatchObject({
+      result: 'scheduled',
+      in_force: { service_fee_bps: service, partner_fee_bps: partner - 1 },
+      scheduled: { service_fee_bps: service, partner_fee_bps: partner + 100 },
+    });
+    const early = await cli(['product', 'apply-fees', slug]);
+    expect(early.code).toBe(1);
+    expect(early.err).toBe(
+      `yield-service: the fee change of ${slug} may apply from ${up.scheduled!.effective_at}, not before\n`,
+    );
+    const text = await cli(['product', 'fees', slug]);
+    expect(text.out).toContain(
+      `scheduled: service ${service} bps, partner ${partner + 100} bps, may apply from ${up.scheduled!.effective_at} (product apply-fees)`,
+    );
+
+    const cancelled = await json(['product', 'cancel-fees', slug]);
+    expect(cancelled).toMatchObject({ result: 'cancelled', scheduled: null });
+    const nothing = await cli(['product', 'cancel-fees', slug]);
+    expect(nothing.code).toBe(1);
+    expect(nothing.err).toBe(`yield-service: ${slug} has no scheduled fee change\n`);
+    // Out of range: refused before anything is sent, in words, with the command's usage after it.
+    const tooHigh = await cli([
+      'product',
+      'set-fees',
+      slug,
+      '--service-fee-bps',
+      '6000',
+      '--partner-fee-bps',
+      '0',
+    ]);
+    expect(tooHigh.code).toBe(1);
+    expect(tooHigh.err.split('\n')[0]).toBe(
+      "error: option '--service-fee-bps <n>' argument '6000' is invalid. an integer from 0 to 5000",
+    );
+    expect((await json(['product', 'fees', slug])).in_force).toEqual(down.in_force);
   });
 });

@@ -70,6 +70,64 @@ describe('key CLI', () => {
     expect(again.code).toBe(1);
     expect(again.err).toMatch(/no active key/);
     expect(JSON.parse((await cli(['key', 'list', '--json'])).out)[0].revoked_at).not.toBeNull();
+
+    // The partner's team sees the operator's changes in its audit log, as it sees its own.
+    const rolled = await cli([
+      'key',
+      'create',
+      '--partner',
+      'Acme Wallet',
+      '--env',
+      'live',
+      '--json',
+    ]);
+    const liveId = (JSON.parse(rolled.out) as { id: string }).id;
+    const roll = await cli(['key', 'roll', liveId, '--expires', 'now', '--json']);
+    const { id: newId, old_key_expires_at: ends } = JSON.parse(roll.out) as {
+      id: string;
+      old_key_expires_at: string;
+    };
+    const { rows } = await t.db.query<{
+      action: string;
+      actor: string;
+      member_id: string | null;
+      environment: string;
+      target: string;
+    }>(
+      `SELECT action, actor, member_id, environment, target FROM portal_audit_log
+       ORDER BY created_at, id`,
+    );
+    const masked = `svc_test_…${key.slice(-4)}`;
+    expect(rows).toEqual([
+      {
+        action: 'key.created',
+        actor: 'operator',
+        member_id: null,
+        environment: 'test',
+        target: `${id} ${masked}`,
+      },
+      {
+        action: 'key.revoked',
+        actor: 'operator',
+        member_id: null,
+        environment: 'test',
+        target: `${id} ${masked}`,
+      },
+      {
+        action: 'key.created',
+        actor: 'operator',
+        member_id: null,
+        environment: 'live',
+        target: expect.stringMatching(new RegExp(`^${liveId} svc_live_…`)),
+      },
+      {
+        action: 'key.rolled',
+        actor: 'operator',
+        member_id: null,
+        environment: 'live',
+        target: `${liveId} → ${newId}, old key ends ${ends}`,
+      },
+    ]);
   });
 
   it('refuses, in one line, while another process has the embedded database open', {

@@ -1,6 +1,7 @@
 /**
- * `yield-service key create|revoke|list`: partner API keys. The full key is printed once, at
- * creation; afterwards only its prefix and last four characters are ever shown.
+ * `yield-service key create|revoke|roll|list`: partner API keys. The full key is printed once, at
+ * creation; afterwards only its prefix and last four characters are ever shown. Every change is in
+ * the partner's portal audit log, by "operator", as the portal records its members' changes.
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { maskKey } from '../api/keys.ts';
@@ -12,6 +13,9 @@ import {
   type RollOverlap,
   rollApiKey,
 } from '../db/api-keys.ts';
+import type { Queryable } from '../db/client.ts';
+import { type AuditAction, createPortalAuditRepo } from '../db/portal-audit.ts';
+import type { Environment } from '../db/products.ts';
 import { environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 
@@ -21,6 +25,12 @@ function overlap(raw: string): RollOverlap {
   }
   return raw;
 }
+
+/** The partner's audit row for a change made from the CLI (no member, no address). */
+const audited = (
+  db: Queryable,
+  entry: { partnerId: string; action: AuditAction; environment: Environment; target: string },
+) => createPortalAuditRepo(db).record({ ...entry, memberId: null, actor: 'operator' });
 
 export function registerKeyCommand(program: Command, ctx: CommandContext): void {
   const key = program.command('key').description('partner API keys');
@@ -36,7 +46,14 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
       async (opts: { partner: string; env: 'live' | 'test'; name?: string; json: boolean }) => {
         const created = await ctx.withDatabase(ctx.config(), async (db) => {
           const partner = await partnerNamed(db, opts.partner);
-          return createApiKeysRepo(db).create(partner.id, opts.env, opts.name);
+          const made = await createApiKeysRepo(db).create(partner.id, opts.env, opts.name);
+          await audited(db, {
+            partnerId: partner.id,
+            action: 'key.created',
+            environment: opts.env,
+            target: `${made.record.id} ${maskKey(made.record.prefix, made.record.last4)}`,
+          });
+          return made;
         });
         if (opts.json) {
           ctx.printJson({
@@ -58,9 +75,18 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
     .command('revoke <id>')
     .description('revoke a key by its id (key_…); it then answers 401 revoked_api_key')
     .action(async (id: string) => {
-      const revoked = await ctx.withDatabase(ctx.config(), (db) =>
-        createApiKeysRepo(db).revoke(id),
-      );
+      const revoked = await ctx.withDatabase(ctx.config(), async (db) => {
+        const keys = createApiKeysRepo(db);
+        const found = await keys.get(id);
+        if (!found || !(await keys.revoke(id))) return false;
+        await audited(db, {
+          partnerId: found.partnerId,
+          action: 'key.revoked',
+          environment: found.environment,
+          target: `${found.id} ${maskKey(found.prefix, found.last4)}`,
+        });
+        return true;
+      });
       if (!revoked) throw new CommandError(`no active key with id ${id}`, 'not_found');
       ctx.print(`Revoked ${id}.`);
     });
@@ -78,7 +104,18 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
     )
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { expires: RollOverlap; json: boolean }) => {
-      const rolled = await ctx.withDatabase(ctx.config(), (db) => rollApiKey(db, id, opts.expires));
+      const rolled = await ctx.withDatabase(ctx.config(), async (db) => {
+        const done = await rollApiKey(db, id, opts.expires);
+        if (done) {
+          await audited(db, {
+            partnerId: done.record.partnerId,
+            action: 'key.rolled',
+            environment: done.record.environment,
+            target: `${id} → ${done.record.id}, old key ends ${done.old.revokedAt?.toISOString()}`,
+          });
+        }
+        return done;
+      });
       if (!rolled) throw new CommandError(`no active key with id ${id}`, 'not_found');
       if (opts.json) {
         return ctx.printJson({

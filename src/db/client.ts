@@ -81,21 +81,40 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
  */
 const MAX_NAMED = 500;
 const MAX_NAMED_LENGTH = 8_000;
+
 /** PostgreSQL's refusal to run a prepared statement whose result columns a DDL change altered. */
 const isStalePlan = (err: unknown) =>
   (err as { code?: unknown }).code === '0A000' &&
   /cached plan must not change result type/.test((err as Error).message);
 
-function statementNamer(): (sql: string) => string | undefined {
+interface StatementNamer {
+  /** The statement's name, or undefined to send it unprepared. */
+  nameOf(sql: string): string | undefined;
+  /**
+   * Starts new names for every statement: PostgreSQL keeps refusing a stale prepared statement on
+   * each connection that holds it, so the next runs prepare afresh under a name no connection has.
+   */
+  renew(): void;
+}
+
+function statementNamer(): StatementNamer {
   const names = new Map<string, string>();
-  return (sql) => {
-    const known = names.get(sql);
-    if (known !== undefined || names.size >= MAX_NAMED || sql.length > MAX_NAMED_LENGTH) {
-      return known;
-    }
-    const name = `pys_${createHash('sha256').update(sql).digest('base64url').slice(0, 24)}`;
-    names.set(sql, name);
-    return name;
+  let generation = 0;
+  return {
+    nameOf(sql) {
+      const known = names.get(sql);
+      if (known !== undefined || names.size >= MAX_NAMED || sql.length > MAX_NAMED_LENGTH) {
+        return known;
+      }
+      const hash = createHash('sha256').update(sql).digest('base64url').slice(0, 24);
+      const name = `pys${generation}_${hash}`;
+      names.set(sql, name);
+      return name;
+    },
+    renew() {
+      generation++;
+      names.clear();
+    },
   };
 }
 
@@ -155,7 +174,10 @@ async function createPostgres(options: {
     await pipeline(Readable.from([Buffer.from(text)]), stream);
     return stream.rowCount ?? 0;
   };
-  const nameOf = options.preparedStatements === false ? () => undefined : statementNamer();
+  const namer: StatementNamer =
+    options.preparedStatements === false
+      ? { nameOf: () => undefined, renew: () => {} }
+      : statementNamer();
   const run = async <T>(
     client: pg.Pool | pg.PoolClient,
     sql: string,
@@ -169,18 +191,21 @@ async function createPostgres(options: {
   };
   /**
    * Outside transactions, statements with parameters are prepared. A migration that changes a
-   * table's columns (another process's, in a rolling deploy) makes PostgreSQL refuse the next run
-   * of a prepared `SELECT *` on it once per connection ("cached plan must not change result type")
-   * and plan it again; that run is repeated, so no caller sees it. Inside a transaction the refusal
-   * would abort the whole transaction, so statements there are not prepared.
+   * table's columns (another process's, in a rolling deploy) makes PostgreSQL refuse every later
+   * run of a prepared `SELECT *` on it ("cached plan must not change result type"), on every
+   * connection that prepared it. The refused run is repeated under a new name, and every statement
+   * is named anew from then on, so each is prepared again with the new columns; no caller sees
+   * the refusal. Inside a transaction it would abort the whole transaction, so statements there
+   * are not prepared.
    */
   const runPrepared = async <T>(sql: string, params?: readonly unknown[]) => {
-    const name = params && params.length > 0 ? nameOf(sql) : undefined;
+    const name = params && params.length > 0 ? namer.nameOf(sql) : undefined;
     try {
       return await run<T>(pool, sql, params, name);
     } catch (err) {
       if (name === undefined || !isStalePlan(err)) throw err;
-      return run<T>(pool, sql, params, name);
+      namer.renew();
+      return run<T>(pool, sql, params, namer.nameOf(sql));
     }
   };
   return {

@@ -224,6 +224,10 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
            AND ($7::text IS NULL OR (d.created_at, e.seq, d.id) < (
              SELECT c.created_at, ce.seq, c.id
              FROM webhook_deliveries c JOIN events ce ON ce.id = c.event_id WHERE c.id = $7))
+           -- Implied by the line above; said on its own so the index on (destination_id,
+           -- created_at) starts at the cursor instead of reading every newer delivery.
+           AND ($7::text IS NULL OR d.created_at <= (
+             SELECT c.created_at FROM webhook_deliveries c WHERE c.id = $7))
          ORDER BY d.created_at DESC, e.seq DESC, d.id DESC
          LIMIT $4`,
         [

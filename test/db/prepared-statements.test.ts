@@ -73,25 +73,45 @@ describe.skipIf(!postgresAdminUrl())('prepared statements on PostgreSQL', () => 
     }
   });
 
-  it('answers a prepared SELECT * after another process adds a column to its table', async () => {
-    const db = await open();
+  it('answers a prepared SELECT * on every connection after other processes change its columns', async () => {
+    const db = await createDatabase({ engine: 'postgres', url: t.location, poolMax: 3 });
     const table = `prep_${Date.now()}`;
-    try {
-      await db.exec(`CREATE TABLE ${table} (id int PRIMARY KEY, a text)`);
-      await db.query(`INSERT INTO ${table} VALUES ($1, $2)`, [1, 'x']);
-      const read = () => db.query(`SELECT * FROM ${table} WHERE id = $1`, [1]);
-      expect((await read()).rows).toEqual([{ id: 1, a: 'x' }]);
-      // The migration runs on a connection of its own, as another process's would.
+    /** A migration on a connection of its own, as another process's would run. */
+    const migrate = async (sql: string) => {
       const other = await createDatabase({ engine: 'postgres', url: t.location, poolMax: 1 });
       try {
-        await other.exec(`ALTER TABLE ${table} ADD COLUMN b text`);
+        await other.exec(sql);
       } finally {
         await other.close();
       }
-      // PostgreSQL refuses the prepared statement once ("cached plan must not change result
-      // type"); the client runs it again, and the caller sees only the new shape.
-      expect((await read()).rows).toEqual([{ id: 1, a: 'x', b: null }]);
-      expect((await read()).rows).toEqual([{ id: 1, a: 'x', b: null }]);
+    };
+    // Three at once: each of the pool's connections prepares the statement.
+    const readAll = () =>
+      Promise.all(
+        [1, 2, 3].map(
+          async () => (await db.query(`SELECT * FROM ${table} WHERE id = $1`, [1])).rows,
+        ),
+      );
+    try {
+      await db.exec(`CREATE TABLE ${table} (id int PRIMARY KEY, a text)`);
+      await db.query(`INSERT INTO ${table} VALUES ($1, $2)`, [1, 'x']);
+      for (let i = 0; i < 3; i++) {
+        expect(await readAll()).toEqual([
+          [{ id: 1, a: 'x' }],
+          [{ id: 1, a: 'x' }],
+          [{ id: 1, a: 'x' }],
+        ]);
+      }
+      // PostgreSQL now refuses the statement prepared on every connection, on every run ("cached
+      // plan must not change result type"); callers see only the new shape, each time.
+      await migrate(`ALTER TABLE ${table} ADD COLUMN b text`);
+      for (let i = 0; i < 3; i++) {
+        expect(await readAll()).toEqual(Array(3).fill([{ id: 1, a: 'x', b: null }]));
+      }
+      await migrate(`ALTER TABLE ${table} DROP COLUMN a`);
+      for (let i = 0; i < 3; i++) {
+        expect(await readAll()).toEqual(Array(3).fill([{ id: 1, b: null }]));
+      }
     } finally {
       await db.close();
     }

@@ -179,6 +179,9 @@ describe('webhook pages', () => {
     );
     expect(text(none.body)).toContain('No deliveries match these filters');
     // A page link keeps the filters; a cursor that names no delivery shows none, never an error.
+    const sinceSeconds = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 19);
+    const withSeconds = await owner.get(`/portal/live/webhooks/${id}?since=${sinceSeconds}`);
+    expect(withSeconds.body).toContain(`?since=${encodeURIComponent(sinceSeconds)}&amp;before=`);
     const pending = await owner.get(`/portal/live/webhooks/${id}?status=pending`);
     expect(pending.body).toContain(`?status=pending&amp;before=${all[49]!.id}`);
     const unknown = await owner.get(`/portal/live/webhooks/${id}?before=dlv_${'0'.repeat(32)}`);

@@ -345,7 +345,8 @@ ${
       const since = parseUtcTime(q.since);
       const before =
         typeof q.before === 'string' && DELIVERY_ID.test(q.before) ? q.before : undefined;
-      const key = `destination:${id}:${status ?? ''}:${type ?? ''}:${since?.toISOString() ?? ''}:${before ?? ''}`;
+      // JSON, not joined with ':': a type or an id may contain ':' and must not reach another key.
+      const key = `destination:${JSON.stringify([id, status, type, since?.toISOString(), before])}`;
       const read = await ctx.webhookPages.get(key, async () => {
         const at = new Date();
         // The destination and its figures in one statement, the log beside it; whose it is is
@@ -432,7 +433,8 @@ ${
         const p = new URLSearchParams();
         if (o.status) p.set('status', o.status);
         if (o.type) p.set('type', o.type);
-        if (o.since) p.set('since', localValue(o.since));
+        // To the second, as parsed: the minute alone could move the filter back on the next page.
+        if (o.since) p.set('since', o.since.toISOString().slice(0, 19));
         if (after) p.set('before', after);
         const qs = p.toString();
         return qs ? `${o.here}?${qs}` : o.here;

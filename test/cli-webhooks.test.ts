@@ -448,6 +448,50 @@ describe(`webhook CLI on ${engine}`, () => {
     expect(env.code).not.toBe(0);
     expect(env.err).toMatch(/live or test/);
   });
+
+  it("records every change in the partner's portal audit log, by operator", async () => {
+    expect((await cli(['partner', 'create', '--name', 'Audit Co'])).code).toBe(0);
+    const partner = ['--partner', 'Audit Co', '--env', 'test'];
+    const { id } = await json<{ id: string }>([
+      'webhook',
+      'add',
+      ...partner,
+      '--url',
+      'https://hooks.audit.example/in',
+    ]);
+    await json(['webhook', 'update', id, '--events', 'deposit.confirmed']);
+    await json(['webhook', 'rotate', id, '--grace', '30m']);
+    await json(['webhook', 'disable', id, '--note', 'maintenance']);
+    await json(['webhook', 'enable', id, '--no-replay']);
+    const ping = await json<{ id: string }>(['webhook', 'ping', id]);
+    const event = await storeEvent('Audit Co', 'test', 'deposit.confirmed');
+    const [replay] = await json<Array<{ id: string }>>(['webhook', 'replay', '--event', event]);
+    await json(['webhook', 'inbound-secret', 'set', ...partner]);
+    expect((await cli(['webhook', 'remove', id])).code).toBe(0);
+
+    const rows = await withDb(async (db) => {
+      const p = await createPartnersRepo(db).findByName('Audit Co');
+      return (
+        await db.query<{ actor: string; member_id: string | null; action: string; target: string }>(
+          `SELECT actor, member_id, action, environment, target FROM portal_audit_log
+           WHERE partner_id = $1 ORDER BY created_at, id`,
+          [p!.id],
+        )
+      ).rows;
+    });
+    expect(rows.every((r) => r.actor === 'operator' && r.member_id === null)).toBe(true);
+    expect(rows.map((r) => [r.action, r.target])).toEqual([
+      ['webhook.added', `${id} https://hooks.audit.example/in`],
+      ['webhook.updated', `${id} events all → deposit.confirmed`],
+      ['webhook.rotated', `${id} grace 30 m`],
+      ['webhook.disabled', `${id} 0 pending failed: maintenance`],
+      ['webhook.enabled', `${id} 0 replayed`],
+      ['webhook.pinged', `${id} delivery ${ping.id}`],
+      ['webhook.replayed', `${id} event ${event} as delivery ${replay!.id}`],
+      ['inbound.secret_set', 'created'],
+      ['webhook.removed', `${id} https://hooks.audit.example/in`],
+    ]);
+  });
 });
 
 describe(`webhook ping, stats, disable, enable, update and rotate --grace on ${engine}, delivered for real`, {

@@ -10,6 +10,7 @@ import {
   TooManyOriginsError,
 } from '../db/embed-settings.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
+import { recordOperatorChange } from './audit.ts';
 import { type CommandContext, CommandError } from './shared.ts';
 
 function origin(raw: string, previous: string[] = []): string[] {
@@ -54,12 +55,28 @@ async function change(
     const current = await repo.get(partner.id, opts.env);
     if (!current) throw new CommandError('this partner environment has no embed settings');
     if (!fn) return current;
+    let changed: EmbedSettings;
     try {
-      return (await fn(repo, partner.id, opts.env))!;
+      changed = (await fn(repo, partner.id, opts.env))!;
     } catch (err) {
       if (err instanceof TooManyOriginsError) throw new CommandError(err.message);
       throw err;
     }
+    // One audit row per origin allowed or removed, as the portal writes them.
+    const was = new Set(current.allowedOrigins);
+    const now = new Set(changed.allowedOrigins);
+    const moves = [
+      ...changed.allowedOrigins
+        .filter((o) => !was.has(o))
+        .map((o) => ({ action: 'embed.origin_added' as const, target: o })),
+      ...current.allowedOrigins
+        .filter((o) => !now.has(o))
+        .map((o) => ({ action: 'embed.origin_removed' as const, target: o })),
+    ];
+    for (const m of moves) {
+      await recordOperatorChange(db, { partnerId: partner.id, environment: opts.env, ...m });
+    }
+    return changed;
   });
   printSettings(ctx, settings, opts.json);
 }

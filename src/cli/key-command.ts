@@ -13,10 +13,8 @@ import {
   type RollOverlap,
   rollApiKey,
 } from '../db/api-keys.ts';
-import type { Queryable } from '../db/client.ts';
-import { type AuditAction, createPortalAuditRepo } from '../db/portal-audit.ts';
-import type { Environment } from '../db/products.ts';
 import { environment, partnerNamed } from './arguments.ts';
+import { recordOperatorChange as audited } from './audit.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 
 function overlap(raw: string): RollOverlap {
@@ -25,12 +23,6 @@ function overlap(raw: string): RollOverlap {
   }
   return raw;
 }
-
-/** The partner's audit row for a change made from the CLI (no member, no address). */
-const audited = (
-  db: Queryable,
-  entry: { partnerId: string; action: AuditAction; environment: Environment; target: string },
-) => createPortalAuditRepo(db).record({ ...entry, memberId: null, actor: 'operator' });
 
 export function registerKeyCommand(program: Command, ctx: CommandContext): void {
   const key = program.command('key').description('partner API keys');

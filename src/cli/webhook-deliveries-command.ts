@@ -10,6 +10,7 @@ import {
   MAX_DELIVERY_LIST_LIMIT,
 } from '../db/webhook-deliveries.ts';
 import { integerInRange, parseIsoMoment } from './arguments.ts';
+import { recordDestinationChange } from './audit.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 import { deliveryJson, operatorErrors } from './webhook-support.ts';
 
@@ -103,10 +104,19 @@ export function registerWebhookDeliveryCommands(webhook: Command, ctx: CommandCo
               'invalid_arguments',
             );
           }
+          const config = ctx.config();
           const replayed = await operatorErrors(() =>
-            ctx.withDatabase(ctx.config(), (db) =>
-              createWebhookDeliveriesRepo(db).replayFailed(destination, since),
-            ),
+            ctx.withDatabase(config, async (db) => {
+              const done = await createWebhookDeliveriesRepo(db).replayFailed(destination, since);
+              await recordDestinationChange(
+                db,
+                config,
+                destination,
+                'webhook.replayed',
+                `${done.count} failed since ${since.toISOString()}`,
+              );
+              return done;
+            }),
           );
           if (opts.json) {
             return ctx.printJson({
@@ -121,10 +131,24 @@ export function registerWebhookDeliveryCommands(webhook: Command, ctx: CommandCo
           return;
         }
         const eventId = opts.event as string;
+        const config = ctx.config();
         const replayed = await operatorErrors(() =>
-          ctx.withDatabase(ctx.config(), (db) =>
-            createWebhookDeliveriesRepo(db).replayEvent(eventId, opts.destination),
-          ),
+          ctx.withDatabase(config, async (db) => {
+            const made = await createWebhookDeliveriesRepo(db).replayEvent(
+              eventId,
+              opts.destination,
+            );
+            for (const d of made) {
+              await recordDestinationChange(
+                db,
+                config,
+                d.destinationId,
+                'webhook.replayed',
+                `event ${eventId} as delivery ${d.id}`,
+              );
+            }
+            return made;
+          }),
         );
         if (replayed.length === 0) {
           throw new CommandError(

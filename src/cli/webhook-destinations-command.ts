@@ -12,6 +12,7 @@ import {
 import { createWebhookHealthRepo, MAX_DISABLE_NOTE_LENGTH } from '../db/webhook-health.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
+import { recordDestinationChange } from './audit.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 import {
   deliveryJson,
@@ -61,6 +62,13 @@ export function parseGrace(raw: string): number {
   return ms;
 }
 
+/** A grace period in the largest whole unit: `0`, `30 m`, `24 h`, `7 d`. */
+function graceLabel(ms: number): string {
+  if (ms === 0) return '0';
+  const unit = (['d', 'h', 'm', 's'] as const).find((u) => ms % UNIT_MS[u] === 0) ?? 's';
+  return `${ms / UNIT_MS[unit]} ${unit}`;
+}
+
 export function registerWebhookDestinationCommands(webhook: Command, ctx: CommandContext): void {
   webhook
     .command('add')
@@ -86,12 +94,20 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const added = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
             const partnerId = (await partnerNamed(db, opts.partner)).id;
-            return createWebhookDestinationsRepo(db, lazySecretBox(config)).add({
+            const made = await createWebhookDestinationsRepo(db, lazySecretBox(config)).add({
               partnerId,
               environment: opts.env,
               url: opts.url,
               eventTypes: opts.events ?? null,
             });
+            await recordDestinationChange(
+              db,
+              config,
+              made.destination.id,
+              'webhook.added',
+              opts.url,
+            );
+            return made;
           }),
         );
         const d = added.destination;
@@ -233,10 +249,19 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .option('--no-replay', 'do not replay what failed meanwhile')
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { replay: boolean; json: boolean }) => {
+      const config = ctx.config();
       const enabled = await operatorErrors(() =>
-        ctx.withDatabase(ctx.config(), (db) =>
-          createWebhookHealthRepo(db).enable(id, { replay: opts.replay }),
-        ),
+        ctx.withDatabase(config, async (db) => {
+          const done = await createWebhookHealthRepo(db).enable(id, { replay: opts.replay });
+          await recordDestinationChange(
+            db,
+            config,
+            id,
+            'webhook.enabled',
+            `${done.replayed.length} replayed`,
+          );
+          return done;
+        }),
       );
       if (opts.json) {
         return ctx.printJson({
@@ -285,11 +310,29 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const config = ctx.config();
         const updated = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
-            const d = await createWebhookDestinationsRepo(db, lazySecretBox(config)).update(id, {
+            const repo = createWebhookDestinationsRepo(db, lazySecretBox(config));
+            const before = await repo.find(id);
+            const d = await repo.update(id, {
               ...(opts.url !== undefined ? { url: opts.url } : {}),
               ...(opts.allEvents ? { eventTypes: null } : {}),
               ...(opts.events !== undefined ? { eventTypes: opts.events } : {}),
             });
+            if (d && before) {
+              const types = (t: string[] | null) => t?.join(', ') ?? 'all';
+              const changes = [
+                ...(before.url !== d.url ? [`url ${before.url} → ${d.url}`] : []),
+                ...(types(before.eventTypes) !== types(d.eventTypes)
+                  ? [`events ${types(before.eventTypes)} → ${types(d.eventTypes)}`]
+                  : []),
+              ];
+              await recordDestinationChange(
+                db,
+                config,
+                id,
+                'webhook.updated',
+                changes.length ? changes.join('; ') : 'no change',
+              );
+            }
             return d && { d, partner: (await partnerNames(db)).get(d.partnerId) ?? d.partnerId };
           }),
         );
@@ -314,13 +357,23 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     )
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { note?: string; json: boolean }) => {
+      const config = ctx.config();
       const disabled = await operatorErrors(() =>
-        ctx.withDatabase(ctx.config(), (db) =>
-          createWebhookHealthRepo(db).disable(id, {
+        ctx.withDatabase(config, async (db) => {
+          const done = await createWebhookHealthRepo(db).disable(id, {
             by: 'the operator',
             ...(opts.note !== undefined ? { note: opts.note } : {}),
-          }),
-        ),
+          });
+          const note = opts.note?.trim();
+          await recordDestinationChange(
+            db,
+            config,
+            id,
+            'webhook.disabled',
+            `${done.failedPending} pending failed${note ? `: ${note}` : ''}`,
+          );
+          return done;
+        }),
       );
       if (opts.json) {
         return ctx.printJson({
@@ -353,11 +406,21 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .action(async (id: string, opts: { grace: number; json: boolean }) => {
       const config = ctx.config();
       const rotated = await operatorErrors(() =>
-        ctx.withDatabase(config, (db) =>
-          createWebhookDestinationsRepo(db, lazySecretBox(config)).rotate(id, {
+        ctx.withDatabase(config, async (db) => {
+          const done = await createWebhookDestinationsRepo(db, lazySecretBox(config)).rotate(id, {
             graceMs: opts.grace,
-          }),
-        ),
+          });
+          if (done) {
+            await recordDestinationChange(
+              db,
+              config,
+              id,
+              'webhook.rotated',
+              `grace ${graceLabel(opts.grace)}`,
+            );
+          }
+          return done;
+        }),
       );
       if (!rotated)
         throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
@@ -386,9 +449,13 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .description('remove a destination (whk_…): no new deliveries; its pending ones are failed')
     .action(async (id: string) => {
       const config = ctx.config();
-      const removed = await ctx.withDatabase(config, (db) =>
-        createWebhookDestinationsRepo(db, lazySecretBox(config)).remove(id),
-      );
+      const removed = await ctx.withDatabase(config, async (db) => {
+        const repo = createWebhookDestinationsRepo(db, lazySecretBox(config));
+        const d = await repo.find(id);
+        const done = await repo.remove(id);
+        if (done && d) await recordDestinationChange(db, config, id, 'webhook.removed', d.url);
+        return done;
+      });
       if (!removed)
         throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
       ctx.print(`Removed ${id}.`);
@@ -401,8 +468,19 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     )
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { json: boolean }) => {
+      const config = ctx.config();
       const sent = await operatorErrors(() =>
-        ctx.withDatabase(ctx.config(), (db) => createWebhookDeliveriesRepo(db).enqueuePing(id)),
+        ctx.withDatabase(config, async (db) => {
+          const done = await createWebhookDeliveriesRepo(db).enqueuePing(id);
+          await recordDestinationChange(
+            db,
+            config,
+            id,
+            'webhook.pinged',
+            `delivery ${done.delivery.id}`,
+          );
+          return done;
+        }),
       );
       if (opts.json) return ctx.printJson(deliveryJson(sent.delivery));
       ctx.print(`Queued test event ${sent.eventId} to ${id} as ${sent.delivery.id}.`);

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { secretFingerprint } from '../webhooks/secret-box.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
+import { recordOperatorChange } from './audit.ts';
 import { type CommandContext, table } from './shared.ts';
 import {
   iso,
@@ -35,6 +36,12 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
             partnerId,
             opts.env,
           );
+          await recordOperatorChange(db, {
+            partnerId,
+            action: 'inbound.secret_set',
+            environment: opts.env,
+            target: result.rotated ? 'rotated' : 'created',
+          });
           return { ...result, fingerprint: secretFingerprint(result.secret) };
         }),
       );

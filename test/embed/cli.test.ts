@@ -6,6 +6,7 @@
 import { renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase } from '../../src/db/client.ts';
 import { runCliInProcess } from '../helpers/cli.ts';
 import { freshDatabase, scratchDir } from '../helpers/db.ts';
 
@@ -61,6 +62,23 @@ describe('embed command', () => {
     );
     expect(test.embed_id).not.toBe(live.embed_id);
     expect(test.allowed_origins).toEqual([]);
+
+    // Each origin allowed or removed is in the partner's portal audit log, by operator.
+    const db = await createDatabase({ engine: 'pglite', dataDir: path.join(dataDir, 'pglite') });
+    try {
+      const { rows } = await db.query<{ actor: string; action: string; target: string }>(
+        `SELECT actor, action, target FROM portal_audit_log WHERE environment = 'live'
+         ORDER BY created_at, id`,
+      );
+      expect(rows).toEqual([
+        { actor: 'operator', action: 'embed.origin_added', target: 'http://localhost:5173' },
+        { actor: 'operator', action: 'embed.origin_added', target: 'https://wallet.example' },
+        { actor: 'operator', action: 'embed.origin_removed', target: 'http://localhost:5173' },
+        { actor: 'operator', action: 'embed.origin_removed', target: 'https://wallet.example' },
+      ]);
+    } finally {
+      await db.close();
+    }
   });
 
   it('refuses what is not an origin, and an unknown partner, saying why', async () => {

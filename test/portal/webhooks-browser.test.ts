@@ -375,4 +375,31 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
       .toBe('/edited');
     await page.getByRole('link', { name: 'Disable', exact: true }).waitFor();
   });
+
+  it('pages a long delivery log by 50, by keyboard, keeping the filter', async () => {
+    for (let i = 0; i < 55; i++) await emit();
+    await page.goto(`${portal}/live/webhooks`);
+    await page.getByRole('link', { name: `${receiver.url}/edited` }).click();
+    await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+    const rows = page.getByRole('table', { name: 'Deliveries, newest first' }).getByRole('row');
+    expect(await rows.count()).toBe(51); // the header and 50 deliveries
+    const pages = page.getByRole('navigation', { name: 'Delivery log pages' });
+    expect(await pages.getByRole('link', { name: 'Newest deliveries' }).count()).toBe(0);
+    await check('webhook-log-pages');
+    await pages.getByRole('link', { name: 'Older deliveries' }).focus();
+    await page.keyboard.press('Enter');
+    await pages.getByRole('link', { name: 'Newest deliveries' }).waitFor();
+    // htmx swaps the page in and then pushes its URL.
+    await page.waitForURL(/[?&]before=dlv_[0-9a-f]{32}$/);
+    expect(await rows.count()).toBeGreaterThan(1);
+
+    // A filter carries over to the next page.
+    await page.getByLabel('Event type').selectOption('vault_pause');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/[?&]type=vault_pause(&|$)/);
+    await pages.getByRole('link', { name: 'Older deliveries' }).click();
+    await page.waitForURL(/[?&]before=dlv_/);
+    expect(new URL(page.url()).searchParams.get('type')).toBe('vault_pause');
+    expect(await page.getByLabel('Event type').inputValue()).toBe('vault_pause');
+  });
 });

@@ -15,6 +15,11 @@ export interface LogDestination {
   write(line: string): void;
   /** Writes what is queued, synchronously, for at most `budgetMs`; drops the rest. */
   flushSync(budgetMs?: number): void;
+  /**
+   * Resolves once everything queued is written, or after `budgetMs`: a graceful shutdown awaits
+   * it before exiting, since the exit-time flush must drop what a write still in flight holds.
+   */
+  drain(budgetMs?: number): Promise<void>;
   /** True once a write failed for a reason other than a full buffer: logging is off. */
   readonly broken: boolean;
   /** Lines dropped (broken descriptor, or an exit flush out of time). */
@@ -113,6 +118,12 @@ export function createLogDestination(fd = 1): LogDestination {
           }
           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
         }
+      }
+    },
+    async drain(budgetMs = 500) {
+      const deadline = Date.now() + budgetMs;
+      while ((writing || queue.length > 0) && !broken && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
       }
     },
     get broken() {

@@ -58,3 +58,12 @@ function stdoutDestination(): LogDestination {
   }
   return stdout;
 }
+
+/**
+ * Waits, at most `budgetMs`, until the log lines written so far to stdout are out: a graceful
+ * shutdown calls it before `process.exit`, so "shutting down" and "shutdown complete" are not lost
+ * when the last write is still in flight (it was, under load, in the process suite).
+ */
+export function drainLogs(budgetMs = 500): Promise<void> {
+  return stdout ? stdout.drain(budgetMs) : Promise.resolve();
+}

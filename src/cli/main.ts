@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.ts';
-import { createLogger } from '../logger.ts';
+import { createLogger, drainLogs } from '../logger.ts';
 import { type CliIo, type CommandContext, commandContext, processIo } from './shared.ts';
 
 /**
@@ -56,12 +56,14 @@ async function runStart(ctx: CommandContext): Promise<void> {
     const failed = reason === 'chain failure';
     logger.info({ signal: reason }, 'shutting down');
     service.stop().then(
-      () => {
+      async () => {
         logger.info('shutdown complete');
+        await drainLogs();
         process.exit(failed ? 1 : 0);
       },
-      (err: unknown) => {
+      async (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
+        await drainLogs();
         process.exit(1);
       },
     );

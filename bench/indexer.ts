@@ -36,7 +36,7 @@ import type { Database } from '../src/db/client.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
 import { createProductsRepo } from '../src/db/products.ts';
 import { createLogger } from '../src/logger.ts';
-import { getEngineLogs } from '../src/sync/indexer/logs.ts';
+import { engineLogFilter } from '../src/sync/indexer/logs.ts';
 import { createRangeWindow } from '../src/sync/indexer/range-window.ts';
 import { createIndexer } from '../src/sync/indexer.ts';
 import { type EngineName, freshDatabase, storageEngines } from '../test/helpers/db.ts';
@@ -204,13 +204,20 @@ try {
       const span = windowed && window.blocks < limit ? window.blocks : limit;
       const to = from + span - 1n < lastBlock ? from + span - 1n : lastBlock;
       try {
+        // The bare sweep: eth_getLogs alone, without the indexer's header checks.
+        const filter = engineLogFilter(engines.map((e) => e.address));
         const n = (
-          await getEngineLogs(
-            syncClient,
-            engines.map((e) => e.address),
-            from,
-            to,
-          )
+          (await syncClient.request({
+            method: 'eth_getLogs',
+            params: [
+              {
+                address: [...filter.addresses],
+                topics: [[...filter.topics[0]!]],
+                fromBlock: numberToHex(from),
+                toBlock: numberToHex(to),
+              },
+            ],
+          })) as unknown[]
         ).length;
         logs += n;
         window.record(to - from + 1n, n);

@@ -17,6 +17,7 @@ import {
   type Transport,
   type WalletClient,
 } from 'viem';
+import { retryWhileBehind } from './node-behind.ts';
 
 export type ChainClient = PublicClient<Transport, Chain>;
 export type ChainWallet = WalletClient<Transport, Chain, Account>;
@@ -49,8 +50,16 @@ export function chainDefinition(chainId: number, rpcUrl: string, name = `chain-$
 }
 
 function transportOf(endpoint: ChainEndpoint, options: ChainClientOptions, batch: boolean) {
+  // Each URL may be a load balancer over nodes at different heights: a read a lagging node could
+  // not answer is asked again (src/chain/node-behind.ts) before it counts as a failure.
   const transports = endpoint.rpcUrls.map((url) =>
-    http(url, { batch, retryCount: options.retryCount ?? 1, timeout: options.timeoutMs ?? 10_000 }),
+    retryWhileBehind(
+      http(url, {
+        batch,
+        retryCount: options.retryCount ?? 1,
+        timeout: options.timeoutMs ?? 10_000,
+      }),
+    ),
   );
   if (transports.length === 0) throw new Error(`chain ${endpoint.chainId}: no RPC URL`);
   return transports.length === 1 ? transports[0]! : fallback(transports);

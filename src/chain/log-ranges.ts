@@ -5,64 +5,52 @@
  * also remembers the smaller span for its next ranges) and the daily metrics' flow sweep share
  * these, so both read logs the same way on the same providers.
  */
+import { errorMessages } from './error-messages.ts';
+import { classifyProviderError } from './provider-errors.ts';
+
 /** An inclusive block range [from, to]. */
 export type BlockRange = [from: bigint, to: bigint];
 
-/** The provider refused the range itself (too many results, span too wide, timed out). */
+/**
+ * The provider refused the range itself (too many results, span too wide, timed out). `maxBlocks`
+ * is the span the provider named as its cap or suggested, when it did.
+ */
 export class RangeRejectedError extends Error {
   override name = 'RangeRejectedError';
-}
-
-const RANGE_HINTS = [
-  /too many (results|logs|blocks)/i,
-  /more than \d+ (results|logs)/i,
-  /(block )?range (is )?too (large|wide|big)/i,
-  /exceed(s|ed)? (the )?(max|maximum|limit)/i,
-  /block range/i,
-  /limit exceeded/i,
-  /response (size|is too)/i,
-  /timed? ?out|timeout/i,
-  /query returned more than/i,
-  // The HTTP client's own cap on a response body (viem: 10 MiB): a smaller range answers smaller.
-  /body exceeded the size limit/i,
-];
-
-/** Every message along the error's cause chain (viem wraps the provider's error). */
-export function errorMessages(err: unknown): string[] {
-  const out: string[] = [];
-  let e: unknown = err;
-  for (let depth = 0; e && depth < 8; depth++) {
-    if (typeof e !== 'object') break;
-    const o = e as {
-      message?: unknown;
-      details?: unknown;
-      shortMessage?: unknown;
-      cause?: unknown;
-    };
-    for (const m of [o.message, o.details, o.shortMessage]) if (typeof m === 'string') out.push(m);
-    e = o.cause;
+  readonly maxBlocks: bigint | undefined;
+  constructor(message: string, options: { cause?: unknown; maxBlocks?: bigint } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.maxBlocks = options.maxBlocks;
   }
-  return out;
 }
 
+export { errorMessages };
+
+/**
+ * Whether asking for a smaller range can help: the provider refused the span or the size of the
+ * answer (src/chain/provider-errors.ts reads which), or took too long to answer. A rate limit or an
+ * outage is not a range problem: shrinking would only cost more requests.
+ */
 export function isRangeRejection(err: unknown): boolean {
   if (err instanceof RangeRejectedError) return true;
-  const e = err as { code?: unknown; name?: unknown } | undefined;
-  // -32005: the EIP-1474 "limit exceeded" code several providers use for log queries.
-  if (
-    e?.code === -32005 ||
-    e?.name === 'TimeoutError' ||
-    e?.name === 'LimitExceededRpcError' ||
-    e?.name === 'ResponseBodyTooLargeError'
-  ) {
-    return true;
-  }
+  const refusal = classifyProviderError(err);
+  if (refusal) return refusal.kind === 'range' || refusal.kind === 'results';
+  const e = err as { name?: unknown } | undefined;
+  if (e?.name === 'TimeoutError' || e?.name === 'ResponseBodyTooLargeError') return true;
   const all = errorMessages(err).join('\n');
-  // A connection failure is an outage, not a range problem: shrinking would not help.
   if (/fetch failed|ECONNREFUSED|ECONNRESET|socket hang up/i.test(all) && !/timeout/i.test(all)) {
     return false;
   }
-  return RANGE_HINTS.some((re) => re.test(all));
+  return /timed? ?out|timeout/i.test(all);
+}
+
+/** The block cap a refusal named or suggested, if any. */
+export function refusedCap(err: unknown): bigint | undefined {
+  if (err instanceof RangeRejectedError) return err.maxBlocks;
+  const refusal = classifyProviderError(err);
+  return refusal && (refusal.kind === 'range' || refusal.kind === 'results')
+    ? refusal.maxBlocks
+    : undefined;
 }
 
 /** [from, to] in consecutive ranges of at most maxBlocks blocks. */
@@ -82,6 +70,17 @@ export function halvedSpan(from: bigint, to: bigint): bigint | undefined {
 }
 
 /**
+ * The span to ask for after [from, to] was refused with `err`: the cap the provider named when it
+ * is below the refused span, otherwise half; undefined for a single block.
+ */
+export function nextSpan(err: unknown, from: bigint, to: bigint): bigint | undefined {
+  const span = to - from + 1n;
+  if (span <= 1n) return undefined;
+  const cap = refusedCap(err);
+  return cap !== undefined && cap > 0n && cap < span ? cap : span / 2n;
+}
+
+/**
  * Everything `read` returns over [from, to], asked in ranges of at most maxBlocks (all at once:
  * the transport batches them). A range the provider refuses is split in half and each half asked
  * again, down to one block; any other failure, or a refused single block, is thrown.
@@ -96,7 +95,7 @@ export async function readLogRanges<T>(
     try {
       return await read(a, b);
     } catch (err) {
-      const half = isRangeRejection(err) ? halvedSpan(a, b) : undefined;
+      const half = isRangeRejection(err) ? nextSpan(err, a, b) : undefined;
       if (half === undefined) throw err;
       const [left, right] = await Promise.all([
         readSplitting([a, a + half - 1n]),

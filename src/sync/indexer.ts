@@ -28,9 +28,10 @@
  *   many results, range too large, timeout); the limit grows back slowly after successes.
  */
 import type { Hex } from 'viem';
+import { getHeader, getHeaders, headNumber } from '../chain/block-headers.ts';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
-import { halvedSpan, RangeRejectedError } from '../chain/log-ranges.ts';
+import { nextSpan, RangeRejectedError } from '../chain/log-ranges.ts';
 import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
 import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
@@ -39,7 +40,6 @@ import type { Logger } from '../logger.ts';
 import { recordIndexerRound } from '../telemetry/metrics.ts';
 import { createLease, createLeasedJob } from '../worker/lease.ts';
 import type { Job } from '../worker/runner.ts';
-import { getHeader, getHeaders, headNumber } from './indexer/blocks.ts';
 import {
   ChainMovedError,
   type FetchedRange,
@@ -77,6 +77,11 @@ export interface IndexRound {
   events: number;
   /** Engine logs read this round. */
   logs: number;
+  /**
+   * Logs a range answer had left out (a node behind the range's end answered it) and that the
+   * header check found again by block hash.
+   */
+  recovered: number;
 }
 
 export interface Indexer {
@@ -222,12 +227,28 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 
   async function runOnce(signal?: AbortSignal): Promise<IndexRound> {
     const ran = await lease.run(() => indexRound(signal));
-    return ran?.value ?? { leased: false, fromBlock: null, toBlock: null, events: 0, logs: 0 };
+    return (
+      ran?.value ?? {
+        leased: false,
+        fromBlock: null,
+        toBlock: null,
+        events: 0,
+        logs: 0,
+        recovered: 0,
+      }
+    );
   }
 
   /** One round while holding the lease: from the cursor up to the confirmed head. */
   async function indexRound(signal?: AbortSignal): Promise<IndexRound> {
-    const round: IndexRound = { leased: true, fromBlock: null, toBlock: null, events: 0, logs: 0 };
+    const round: IndexRound = {
+      leased: true,
+      fromBlock: null,
+      toBlock: null,
+      events: 0,
+      logs: 0,
+      recovered: 0,
+    };
 
     const head = await headNumber(client);
     const safe = head - BigInt(chain.confirmationDepth);
@@ -255,9 +276,12 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       } catch (err) {
         pending = undefined;
         const half =
-          err instanceof RangeRejectedError ? halvedSpan(cursor.blockNumber + 1n, to) : undefined;
+          err instanceof RangeRejectedError
+            ? nextSpan(err, cursor.blockNumber + 1n, to)
+            : undefined;
         if (half !== undefined) {
-          // The same split as readLogRanges, remembered: the next ranges ask for the smaller span.
+          // The same split as readLogRanges (the provider's named cap, or half), remembered: the
+          // next ranges ask for the smaller span.
           limit = half;
           successes = 0;
           log.warn(
@@ -296,6 +320,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       round.toBlock = next.blockNumber;
       round.events += inserted;
       round.logs += result.logs;
+      round.recovered += result.recovered;
       cursor = next;
       if (limit < configuredLimit && ++successes >= GROW_AFTER) {
         limit = limit * 2n < configuredLimit ? limit * 2n : configuredLimit;
@@ -304,6 +329,12 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     }
     await pending?.catch(() => {});
     recordIndexerRound(chainId, head, cursor.blockNumber, safe);
+    if (round.recovered > 0) {
+      log.warn(
+        { recovered: round.recovered },
+        'the provider answered ranges without some of their logs (a node behind the range): found by block hash',
+      );
+    }
     if (round.events > 0 || round.logs > 0) {
       log.info(
         {

@@ -30,7 +30,7 @@ import {
 } from './day-boundary.ts';
 import { createBoundaryReader } from './metrics/boundary-reads.ts';
 import { computeSnapshot, dailyAlerts } from './metrics/compute.ts';
-import { readDayFlows } from './metrics/flows.ts';
+import { createFlowReader, type FlowReader } from './metrics/flows.ts';
 import { type ProductPlan, planProduct, searchStart } from './metrics/plan.ts';
 import { estimateFromUnderlying, readUnderlyingEstimate } from './metrics/underlying-estimate.ts';
 
@@ -122,11 +122,16 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       safeHead,
     );
     const today = utcDate(Math.floor(now().getTime() / 1000));
+    // One flow sweep per block range for every engine of the chain, shared by the products.
+    const flowReader = createFlowReader(client, {
+      engines: plans.map((p) => p.engine),
+      maxBlocks: BigInt(Math.max(1, chain.blockRangeLimit)),
+    });
     let written = 0;
     await forEachLimit(plans, concurrency, async (plan) => {
       if (options.signal?.aborted) return;
       // Read the result first: `written += await …` would add to a stale value of `written`.
-      const n = await processProduct(plan, boundaries, times, today);
+      const n = await processProduct(plan, boundaries, times, today, flowReader);
       written += n;
     });
     if (written > 0) {
@@ -144,6 +149,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     boundaries: Map<string, bigint>,
     times: BlockTimes,
     today: string,
+    flowReader: FlowReader,
   ): Promise<number> {
     const { product, engine } = plan;
     const blockOf = (day: string) => {
@@ -173,11 +179,10 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
           }),
         ),
       ),
-      readDayFlows(client, {
+      flowReader.read(
         engine,
-        spans: plan.days.map((day) => ({ day, after: fromAfter(day), through: blockOf(day) })),
-        maxBlocks: BigInt(Math.max(1, chain.blockRangeLimit)),
-      }),
+        plan.days.map((day) => ({ day, after: fromAfter(day), through: blockOf(day) })),
+      ),
     ]);
 
     const rows: Snapshot[] = [];

@@ -5,8 +5,8 @@
  */
 import { encodeAbiParameters, getAddress, type Hex, numberToHex, pad } from 'viem';
 import { describe, expect, it } from 'vitest';
+import type { Header } from '../../src/chain/block-headers.ts';
 import type { Product } from '../../src/db/products.ts';
-import type { Header } from '../../src/sync/indexer/blocks.ts';
 import { type BuildContext, buildEvents, logKey } from '../../src/sync/indexer/events.ts';
 import { type RawLog, TOPICS } from '../../src/sync/indexer/logs.ts';
 

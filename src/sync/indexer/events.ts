@@ -4,12 +4,12 @@
  * share decimals for shares), addresses EIP-55, times ISO 8601 UTC with `Z`.
  */
 import { getAddress, type Hex, hexToBigInt, numberToHex } from 'viem';
+import type { Header } from '../../chain/block-headers.ts';
 import type { ChainClient } from '../../chain/client.ts';
 import { readClaimableAt } from '../../chain/read-claimable-at.ts';
 import type { IndexedEvent, LifecycleEventType } from '../../db/chain-events-copy.ts';
 import type { Product } from '../../db/products.ts';
 import { formatUnits } from '../../money/units.ts';
-import type { Header } from './blocks.ts';
 import { type RawLog, TOPICS } from './logs.ts';
 
 /** Block time as `YYYY-MM-DDTHH:MM:SSZ` (block times are whole seconds; no `.000`). */

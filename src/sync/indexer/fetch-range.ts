@@ -1,24 +1,23 @@
 /**
- * Reading one block range for the indexer: the headers that pin it, the engines' logs, the block
- * times and settlement reads the events need, and the events themselves rendered for COPY. Writes
- * nothing; the indexer commits what this returns.
+ * Reading one block range for the indexer: the headers that pin it, the engines' logs (complete
+ * against those headers: src/chain/complete-logs.ts), the settlement reads the events need, and the
+ * events themselves rendered for COPY. Writes nothing; the indexer commits what this returns.
  *
- * Order matters: the hash of the range's last block is read before the continuity check at the
- * cursor, so a reorg landing between the two reads changes a hash the next range checks.
+ * Continuity: the range's first header must name the cursor's block as its parent, and the headers
+ * chain up to the range's end, whose hash becomes the next cursor. A first header that does not
+ * follow the cursor is a reorg when the cursor's block changed, and a node on another fork when not.
  */
 import type { Hex } from 'viem';
+import { getHeader, MissingBlockError } from '../../chain/block-headers.ts';
 import type { ChainClient } from '../../chain/client.ts';
+import { ChainMovedError } from '../../chain/complete-logs.ts';
 import { type PreparedEvents, prepareEvents } from '../../db/chain-events-copy.ts';
 import type { Cursor } from '../../db/cursors.ts';
 import type { Product } from '../../db/products.ts';
-import { getHeader, getHeaders } from './blocks.ts';
 import { buildEvents, readSettlementTimes } from './events.ts';
 import { getEngineLogs } from './logs.ts';
 
-/** The chain changed under a range (a log's block hash differs from its header's): retry it. */
-export class ChainMovedError extends Error {
-  override name = 'ChainMovedError';
-}
+export { ChainMovedError };
 
 export interface FetchedRange {
   kind: 'fetched';
@@ -27,6 +26,8 @@ export interface FetchedRange {
   next: Cursor;
   events: PreparedEvents;
   logs: number;
+  /** Logs the range answer had left out, found by block hash (a lagging node answered it). */
+  recovered: number;
   rpcMs: number;
   buildMs: number;
 }
@@ -55,24 +56,23 @@ export async function fetchRange(
 ): Promise<FetchResult> {
   const from = cursor.blockNumber + 1n;
   const started = performance.now();
-  const last = await getHeader(client, to);
-  const atCursor = await getHeader(client, cursor.blockNumber);
-  if (atCursor.hash !== cursor.blockHash) return { kind: 'reorg', chainHash: atCursor.hash };
-
-  const logs = await getEngineLogs(client, [...engines.keys()] as Hex[], from, to);
-  const numbers = [...new Set(logs.map((l) => BigInt(l.blockNumber)))].filter((n) => n !== to);
-  const [headers, settlement] = await Promise.all([
-    getHeaders(client, numbers),
-    readSettlementTimes(client, logs),
-  ]);
-  headers.set(to, last);
-  for (const l of logs) {
-    if (headers.get(BigInt(l.blockNumber))?.hash !== l.blockHash) {
-      throw new ChainMovedError(
-        `block ${BigInt(l.blockNumber)} changed during range ${from}..${to}`,
-      );
-    }
+  let complete: Awaited<ReturnType<typeof getEngineLogs>>;
+  try {
+    complete = await getEngineLogs(client, [...engines.keys()] as Hex[], from, to);
+  } catch (err) {
+    // A node without one of the range's blocks (behind it, or it was just reorganised away).
+    if (err instanceof MissingBlockError) throw new ChainMovedError(err.message, { cause: err });
+    throw err;
   }
+  const { logs, headers } = complete;
+  if (headers.get(from)?.parentHash !== cursor.blockHash) {
+    const atCursor = await getHeader(client, cursor.blockNumber);
+    if (atCursor.hash !== cursor.blockHash) return { kind: 'reorg', chainHash: atCursor.hash };
+    throw new ChainMovedError(
+      `block ${from} does not follow the cursor's block ${cursor.blockNumber}`,
+    );
+  }
+  const settlement = await readSettlementTimes(client, logs);
   const fetched = performance.now();
   const events = prepareEvents(
     buildEvents(logs, { chainId, engines, headers, settlement }),
@@ -81,9 +81,10 @@ export async function fetchRange(
   return {
     kind: 'fetched',
     from,
-    next: { blockNumber: to, blockHash: last.hash },
+    next: { blockNumber: to, blockHash: headers.get(to)!.hash },
     events,
     logs: logs.length,
+    recovered: complete.recovered,
     rpcMs: Math.round(fetched - started),
     buildMs: Math.round(performance.now() - fetched),
   };

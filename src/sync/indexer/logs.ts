@@ -1,23 +1,25 @@
 /**
- * Reading engine logs over JSON-RPC: one eth_getLogs over every engine address per block range. A
- * range the provider refuses becomes RangeRejectedError (src/chain/log-ranges.ts decides which
- * errors mean "ask for a smaller range").
+ * The engine logs the indexer follows: one eth_getLogs over every engine address per block range,
+ * checked complete against the range's headers (src/chain/complete-logs.ts). A range the provider
+ * refuses becomes RangeRejectedError (src/chain/log-ranges.ts decides which errors mean "ask for a
+ * smaller range").
  */
-import { type Hex, numberToHex, toEventSelector } from 'viem';
+import { type Hex, toEventSelector } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
-import { errorMessages, isRangeRejection, RangeRejectedError } from '../../chain/log-ranges.ts';
+import {
+  type CompleteLogs,
+  type LogFilter,
+  type RawLog,
+  readCompleteLogs,
+} from '../../chain/complete-logs.ts';
+import {
+  errorMessages,
+  isRangeRejection,
+  RangeRejectedError,
+  refusedCap,
+} from '../../chain/log-ranges.ts';
 
-/** A log as eth_getLogs returns it (quantities still hex). */
-export interface RawLog {
-  address: Hex;
-  topics: Hex[];
-  data: Hex;
-  blockNumber: Hex;
-  blockHash: Hex;
-  transactionHash: Hex;
-  logIndex: Hex;
-  removed?: boolean;
-}
+export type { RawLog };
 
 export const TOPICS = {
   deposit: toEventSelector('Deposit(address,address,uint256,uint256)'),
@@ -25,35 +27,30 @@ export const TOPICS = {
   redeemRequested: toEventSelector('RedeemRequested(address,address,uint256,address,uint256)'),
 } as const;
 
-/** Engine logs of the three followed events in [from, to]; RangeRejectedError when refused. */
-export async function getEngineLogs(
+export function engineLogFilter(addresses: readonly Hex[]): LogFilter {
+  return { addresses, topics: [[TOPICS.deposit, TOPICS.withdraw, TOPICS.redeemRequested]] };
+}
+
+function rangeRejected(err: unknown, from: bigint, to: bigint): unknown {
+  if (!isRangeRejection(err)) return err;
+  const cap = refusedCap(err);
+  return new RangeRejectedError(
+    `eth_getLogs ${from}..${to} rejected: ${errorMessages(err)[0] ?? err}`,
+    { cause: err, ...(cap !== undefined ? { maxBlocks: cap } : {}) },
+  );
+}
+
+/**
+ * Engine logs of the three followed events in [from, to] with every header of the range;
+ * RangeRejectedError when the provider refuses the range.
+ */
+export function getEngineLogs(
   client: ChainClient,
   addresses: readonly Hex[],
   from: bigint,
   to: bigint,
-): Promise<RawLog[]> {
-  try {
-    const logs = (await client.request({
-      method: 'eth_getLogs',
-      params: [
-        {
-          address: addresses as Hex[],
-          topics: [[TOPICS.deposit, TOPICS.withdraw, TOPICS.redeemRequested]],
-          fromBlock: numberToHex(from),
-          toBlock: numberToHex(to),
-        },
-      ],
-    })) as unknown as RawLog[];
-    return logs;
-  } catch (err) {
-    if (isRangeRejection(err)) {
-      throw new RangeRejectedError(
-        `eth_getLogs ${from}..${to} rejected: ${errorMessages(err)[0] ?? err}`,
-        {
-          cause: err,
-        },
-      );
-    }
-    throw err;
-  }
+): Promise<CompleteLogs> {
+  return readCompleteLogs(client, engineLogFilter(addresses), from, to, {
+    onRangeError: rangeRejected,
+  });
 }

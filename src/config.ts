@@ -5,8 +5,10 @@
  *
  * Sources, later wins: built-in defaults → the JSON file named by CONFIG_FILE → environment variables.
  */
+
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { registerUrlPassword } from './url-secrets.ts';
 import { parseCidrList } from './webhooks/address-policy.ts';
 import { parseMasterKey } from './webhooks/secret-box.ts';
 
@@ -379,6 +381,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       const shown = name.endsWith('_URL') || s.secret ? '' : ` (got "${raw}")`;
       throw new ConfigError(`${name}: expected ${s.expects}${shown}`);
     }
+  }
+  // Passwords and keys inside the service's own URLs never reach a log line (src/url-secrets.ts).
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL'] as const) {
+    if (typeof out[name] === 'string') registerUrlPassword(out[name] as string);
   }
   return Object.freeze(out) as Config;
 }

@@ -4,6 +4,7 @@
  */
 import { type Logger, type LoggerOptions, pino } from 'pino';
 import { createLogDestination, type LogDestination } from './log-destination.ts';
+import { scrubSecrets } from './url-secrets.ts';
 
 export type { Logger };
 
@@ -39,6 +40,9 @@ export function createLogger(
   const options: LoggerOptions = {
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // Provider keys travel inside URLs and the errors that quote them: each finished line has the
+    // registered URL secrets replaced, whatever field they reached (src/url-secrets.ts).
+    hooks: { streamWrite: (line) => scrubSecrets(line) },
     base: { service: 'partner-yield' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };

@@ -6,18 +6,33 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Hex } from 'viem';
+import { registerUrlSecrets } from '../url-secrets.ts';
 
 export interface ChainSettings {
   chainId: number;
   name: string;
   rpcUrls: string[];
+  /**
+   * Blocks under the head before a block counts as final (when `finalityTag` is unset). Depth 0 is
+   * refused for every chain but a local development chain (LOCAL_CHAIN_IDS).
+   */
   confirmationDepth: number;
+  /**
+   * Final is what the node's `finalized` or `safe` block tag says (post-merge Ethereum and the
+   * rollups that follow it), instead of a depth. See docs/operations.md, "Finality per network".
+   */
+  finalityTag?: FinalityTag;
   blockRangeLimit: number;
   /** False for a chain whose addresses are not EVM addresses (position answers chain_not_supported). */
   evm: boolean;
   /** Key of the account that deploys engines and sends operator transactions on this chain. */
   deployerPrivateKey?: Hex;
 }
+
+export type FinalityTag = 'finalized' | 'safe';
+
+/** Chain ids of local development nodes (anvil, Hardhat, Ganache), where depth 0 is allowed. */
+export const LOCAL_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
 
 export const LOCAL_CHAIN_DEFAULTS = {
   name: 'Local (anvil)',
@@ -29,7 +44,11 @@ export class ChainsFileError extends Error {
   override name = 'ChainsFileError';
 }
 
-/** Parses CHAINS_FILE content: `[{ chain_id, name, rpc_urls, confirmation_depth, block_range_limit, evm?, deployer_private_key? }]`. */
+/**
+ * Parses CHAINS_FILE content: `[{ chain_id, name, rpc_urls, confirmation_depth | finality,
+ * block_range_limit, evm?, deployer_private_key? }]`. `finality` is `"finalized"` or `"safe"`;
+ * with it, `confirmation_depth` may be left out.
+ */
 export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettings[] {
   let raw: unknown;
   try {
@@ -61,15 +80,34 @@ export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettin
     ) {
       throw new ChainsFileError(`${where}.rpc_urls: expected a non-empty array of http(s) URLs`);
     }
+    // Keys in provider URLs never reach a log line (src/url-secrets.ts).
+    for (const u of urls as string[]) registerUrlSecrets(u);
     const key = c.deployer_private_key;
     if (key !== undefined && (typeof key !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(key))) {
       throw new ChainsFileError(`${where}.deployer_private_key: expected 0x and 64 hex digits`);
+    }
+    const finality = c.finality;
+    if (finality !== undefined && finality !== 'finalized' && finality !== 'safe') {
+      throw new ChainsFileError(
+        `${where}.finality: expected "finalized" or "safe" (or leave it out and set confirmation_depth)`,
+      );
+    }
+    const depth =
+      finality !== undefined && c.confirmation_depth === undefined
+        ? 0
+        : int('confirmation_depth', 0);
+    if (finality === undefined && depth === 0 && !LOCAL_CHAIN_IDS.has(chainId)) {
+      throw new ChainsFileError(
+        `${where}.confirmation_depth: 0 would treat every new block as final on chain ${chainId}; ` +
+          'set a depth of at least 1 or "finality": "finalized" (see docs/operations.md, "Finality per network")',
+      );
     }
     return {
       chainId,
       name: typeof c.name === 'string' && c.name ? c.name : `chain-${chainId}`,
       rpcUrls: urls as string[],
-      confirmationDepth: int('confirmation_depth', 0),
+      confirmationDepth: depth,
+      ...(finality ? { finalityTag: finality as FinalityTag } : {}),
       blockRangeLimit: int('block_range_limit', 1),
       evm: c.evm === undefined ? true : c.evm === true,
       ...(key ? { deployerPrivateKey: key as Hex } : {}),

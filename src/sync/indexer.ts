@@ -27,10 +27,12 @@
  * - Provider limits: ranges start at blockRangeLimit and halve when the provider rejects one (too
  *   many results, range too large, timeout); the limit grows back slowly after successes.
  */
+
 import type { Hex } from 'viem';
 import { getHeader, getHeaders, headNumber } from '../chain/block-headers.ts';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { confirmedBlock } from '../chain/confirmed-head.ts';
 import { nextSpan, RangeRejectedError } from '../chain/log-ranges.ts';
 import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
 import type { Database, Queryable } from '../db/client.ts';
@@ -251,7 +253,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     };
 
     const head = await headNumber(client);
-    const safe = head - BigInt(chain.confirmationDepth);
+    const safe = await confirmedBlock(client, chain, head);
     if (safe < 0n) return round;
     const engines = await syncEngines(safe);
     if (engines.size === 0) return round;

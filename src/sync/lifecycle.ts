@@ -7,10 +7,12 @@
  * 2. the status follower (lifecycle/status-follower.ts) moves deployed products between `active`,
  *    `paused` and `deprecated` as their engine and upstream vault say at the confirmed block.
  */
+
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { confirmedBlock } from '../chain/confirmed-head.ts';
 import type { Database } from '../db/client.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo } from '../db/products.ts';
@@ -77,8 +79,8 @@ export function createLifecycle(options: LifecycleOptions) {
   /** One round while holding the chain's lease: deployments first, then statuses. */
   async function round(): Promise<LifecycleTickResult> {
     const head = await client.getBlockNumber({ cacheTime: 0 }); // never a cached head: depth is counted from it
-    const deployed = await deployer.deployPending(head);
-    const confirmed = head - BigInt(chain.confirmationDepth);
+    const confirmed = await confirmedBlock(client, chain, head);
+    const deployed = await deployer.deployPending(confirmed);
     const moved = confirmed >= 0n ? await statuses.follow(confirmed) : [];
     return { leased: true, deployed, moved };
   }

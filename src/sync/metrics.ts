@@ -12,8 +12,10 @@
  * (src/db/snapshots.ts): such a row does not cover its day (coverage, latestFinal) and is never a
  * previous day, so the deployment day is computed and written as if it were absent.
  */
+
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { confirmedBlock } from '../chain/confirmed-head.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createProductsRepo } from '../db/products.ts';
@@ -95,7 +97,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     const times = createBlockTimes(client);
     // cacheTime 0: viem otherwise reuses a head up to its polling interval old.
     const head = await client.getBlockNumber({ cacheTime: 0 });
-    const safeHead = head - BigInt(chain.confirmationDepth);
+    const safeHead = await confirmedBlock(client, chain, head);
     if (safeHead < 0n) return { written: 0 };
     // Day D is closed once a confirmed block is at or after D+1 00:00 UTC: no block of D can still
     // appear, and D's boundary block is confirmed too. It must also be over by the wall clock.

@@ -119,7 +119,7 @@ export function createDeployer(deps: DeployerDeps) {
   }
 
   /** Follows a recorded deployment; returns true when the product moved to active. */
-  async function followDeployment(p: Product, txHash: Hash, head: bigint): Promise<boolean> {
+  async function followDeployment(p: Product, txHash: Hash, confirmed: bigint): Promise<boolean> {
     let receipt: Awaited<ReturnType<ChainClient['getTransactionReceipt']>> | undefined;
     try {
       receipt = await client.getTransactionReceipt({ hash: txHash });
@@ -127,7 +127,7 @@ export function createDeployer(deps: DeployerDeps) {
       if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
     }
     if (!receipt) {
-      await resendOrForget(p, txHash, head);
+      await resendOrForget(p, txHash, confirmed);
       return false;
     }
     if (receipt.status !== 'success' || !receipt.contractAddress) {
@@ -140,7 +140,7 @@ export function createDeployer(deps: DeployerDeps) {
       await store.clearDeploy(p.id, txHash, true);
       return false;
     }
-    if (receipt.blockNumber > head - BigInt(chain.confirmationDepth)) return false;
+    if (receipt.blockNumber > confirmed) return false;
 
     return activate(p, {
       contractAddress: receipt.contractAddress,
@@ -178,7 +178,7 @@ export function createDeployer(deps: DeployerDeps) {
    * read before the receipt is checked again, so a transaction mined in between (a node that
    * answers the broadcast before it mines) is never mistaken for a lost one.
    */
-  async function resendOrForget(p: Product, txHash: Hash, head: bigint): Promise<void> {
+  async function resendOrForget(p: Product, txHash: Hash, confirmed: bigint): Promise<void> {
     const raw = await store.rawTx(p.id);
     if (!raw) return;
     if (await nodeKnows(txHash)) return;
@@ -188,7 +188,6 @@ export function createDeployer(deps: DeployerDeps) {
       return;
     } catch (err) {
       const from = wallet?.account.address;
-      const confirmed = head - BigInt(chain.confirmationDepth);
       const used =
         from && confirmed >= 0n
           ? await client.getTransactionCount({ address: from, blockNumber: confirmed })
@@ -206,7 +205,7 @@ export function createDeployer(deps: DeployerDeps) {
   }
 
   /** Starts new deployments and follows recorded ones; returns the slugs that became active. */
-  async function deployPending(head: bigint): Promise<string[]> {
+  async function deployPending(confirmed: bigint): Promise<string[]> {
     const deployed: string[] = [];
     const [pending, held] = await Promise.all([
       products.listPendingDeploy(chain.chainId),
@@ -235,7 +234,7 @@ export function createDeployer(deps: DeployerDeps) {
           if (started.recorded && !started.sent) canStart = false;
           continue;
         }
-        if (await followDeployment(p, txHash, head)) deployed.push(p.slug);
+        if (await followDeployment(p, txHash, confirmed)) deployed.push(p.slug);
       } catch (err) {
         // A dropped database connection or an RPC hiccup is retried next tick: a warning.
         log[isRetryable(err) ? 'warn' : 'error'](

@@ -17,7 +17,13 @@ const outDir = path.join(root, 'src/chain/generated');
 const require = createRequire(import.meta.url);
 
 /** Contracts the service and the local chain deploy; others (interfaces, libraries) are skipped. */
-export const CONTRACTS = ['TestUSD', 'YieldVault', 'AsyncYieldVault', 'YieldEngine'] as const;
+export const CONTRACTS = [
+  'TestUSD',
+  'YieldVault',
+  'AsyncYieldVault',
+  'YieldEngine',
+  'Multicall3',
+] as const;
 
 interface SolcModule {
   version(): string;

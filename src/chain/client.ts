@@ -17,6 +17,7 @@ import {
   type Transport,
   type WalletClient,
 } from 'viem';
+import type { Multicall3 } from './multicall3.ts';
 import { retryWhileBehind } from './node-behind.ts';
 
 export type ChainClient = PublicClient<Transport, Chain>;
@@ -38,14 +39,28 @@ export interface ChainClientOptions {
   retryCount?: number;
   /** JSON-RPC batching (public clients only; a wallet sends one transaction at a time). */
   batch?: boolean;
+  /**
+   * Multicall3 on this chain (src/chain/multicall3.ts): contract reads made together at one block
+   * go out as one `aggregate3` eth_call instead of one call each.
+   */
+  multicall3?: Multicall3;
 }
 
-export function chainDefinition(chainId: number, rpcUrl: string, name = `chain-${chainId}`): Chain {
+/** Calldata bytes gathered into one aggregate3 call at most (a few hundred product reads). */
+const MULTICALL_BATCH_BYTES = 32_768;
+
+export function chainDefinition(
+  chainId: number,
+  rpcUrl: string,
+  name = `chain-${chainId}`,
+  multicall3?: Multicall3,
+): Chain {
   return defineChain({
     id: chainId,
     name,
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
+    ...(multicall3 ? { contracts: { multicall3 } } : {}),
   });
 }
 
@@ -71,9 +86,17 @@ export function createChainClient(
   options: ChainClientOptions = {},
 ): ChainClient {
   return createPublicClient({
-    chain: chainDefinition(endpoint.chainId, endpoint.rpcUrls[0]!, endpoint.name),
+    chain: chainDefinition(
+      endpoint.chainId,
+      endpoint.rpcUrls[0]!,
+      endpoint.name,
+      options.multicall3,
+    ),
     pollingInterval: options.pollingIntervalMs ?? 200,
     transport: transportOf(endpoint, options, options.batch ?? true),
+    ...(options.multicall3
+      ? { batch: { multicall: { batchSize: MULTICALL_BATCH_BYTES, wait: 0 } } }
+      : {}),
   });
 }
 

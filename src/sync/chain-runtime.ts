@@ -3,6 +3,7 @@
  * (anvil, built or reloaded under DATA_DIR/chain) is the one chain, confirmation depth 2, with the
  * anvil dev account 0 (the owner of every demo engine) as its deployer.
  */
+
 import { existsSync } from 'node:fs';
 import { type Hex, toHex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
@@ -13,6 +14,12 @@ import { DEFAULT_CHAIN_ID } from '../chain/local/anvil.ts';
 import { deploymentFile, type LocalDeployment, readDeployment } from '../chain/local/deployment.ts';
 import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
 import { createRpc } from '../chain/local/rpc.ts';
+import {
+  findMulticall3,
+  installMulticall3,
+  MULTICALL3_ADDRESS,
+  type Multicall3,
+} from '../chain/multicall3.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
@@ -119,13 +126,37 @@ export function startLocalConfirmer(
   };
 }
 
+/**
+ * A configured chain's client, gathering reads into Multicall3 calls when the chain has the
+ * contract (checked once here; a chain without it is read one call at a time, and says so).
+ */
+async function clientWithMulticall(chain: ChainSettings, logger: Logger): Promise<ChainClient> {
+  let multicall3: Multicall3 | undefined;
+  try {
+    multicall3 = await findMulticall3(createChainClient(chain), chain.chainId);
+  } catch (err) {
+    logger.warn(
+      { chainId: chain.chainId, err: (err as Error).message },
+      'could not check for Multicall3 at start: reads go one call each until the next start',
+    );
+  }
+  if (!multicall3) {
+    logger.warn(
+      { chainId: chain.chainId, address: MULTICALL3_ADDRESS },
+      'no Multicall3 on this chain: every contract read is its own RPC call',
+    );
+  }
+  return createChainClient(chain, multicall3 ? { multicall3 } : {});
+}
+
 /** Starts (or reads) the chains of this process. */
 export async function startChainRuntime(config: Config, logger: Logger): Promise<ChainRuntime> {
   if (config.CHAINS_FILE) {
     const chains = readChainsFile(config.CHAINS_FILE);
+    const clients = await Promise.all(chains.map((c) => clientWithMulticall(c, logger)));
     return {
       chains,
-      clients: new Map(chains.map((c) => [c.chainId, createChainClient(c)])),
+      clients: new Map(chains.map((c, i) => [c.chainId, clients[i]!])),
       stop: async () => {},
     };
   }
@@ -146,9 +177,17 @@ export async function startChainRuntime(config: Config, logger: Logger): Promise
     },
     'local chain ready',
   );
+  // A local chain built before Multicall3 was part of it gets it now, from the current block.
+  const plain = createChainClient(settings);
+  const multicall3 =
+    (await findMulticall3(plain, settings.chainId, 0)) ??
+    ({
+      address: MULTICALL3_ADDRESS,
+      blockCreated: await installMulticall3(createRpc(local.anvil.rpcUrl)),
+    } satisfies Multicall3);
   return {
     chains: [settings],
-    clients: new Map([[settings.chainId, createChainClient(settings)]]),
+    clients: new Map([[settings.chainId, createChainClient(settings, { multicall3 })]]),
     local,
     async stop() {
       await confirmer.stop();

@@ -84,6 +84,9 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
   const products = createProductsRepo(db);
   const snapshots = createSnapshotsRepo(db);
   const boundaryReader = createBoundaryReader(client);
+  // Each engine's deployment block time, kept across runs: the block is confirmed when recorded,
+  // and without this every idle run would read one block per product just to find its first day.
+  const deployTimes = new Map<string, Promise<number>>();
 
   async function runOnce(options: { signal?: AbortSignal } = {}): Promise<MetricsRunResult> {
     const started = performance.now();
@@ -112,7 +115,22 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
         continue;
       }
       if (product.deployedBlock > safeHead) continue;
-      const plan = await planProduct(snapshots, product, product.deployedBlock, times, lastDay);
+      const key = `${product.id}:${product.deployedBlock}`;
+      let deployedAt = deployTimes.get(key);
+      if (!deployedAt) {
+        deployedAt = times.timestamp(product.deployedBlock);
+        deployedAt.catch(() => deployTimes.delete(key));
+        deployTimes.set(key, deployedAt);
+      }
+      const plan = await planProduct(
+        snapshots,
+        product,
+        product.deployedBlock,
+        {
+          timestamp: (b) => (b === product.deployedBlock ? deployedAt : times.timestamp(b)),
+        },
+        lastDay,
+      );
       if (plan.days.length > 0) plans.push(plan);
     }
     if (plans.length === 0) return { written: 0 };

@@ -3,3 +3,4 @@ export * from './TestUSD.ts';
 export * from './YieldVault.ts';
 export * from './AsyncYieldVault.ts';
 export * from './YieldEngine.ts';
+export * from './Multicall3.ts';

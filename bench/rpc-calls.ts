@@ -11,7 +11,6 @@
  * read, the daily metrics' idle check), which do not grow with products. Prints figures; asserts
  * nothing.
  */
-import type { Address } from 'viem';
 import { createChainClient } from '../src/chain/client.ts';
 import { installMulticall3, MULTICALL3_ADDRESS } from '../src/chain/multicall3.ts';
 import { createLogger } from '../src/logger.ts';

@@ -22,6 +22,11 @@ export interface Snapshot {
   /** The day-boundary block: the last block whose timestamp is before the next day's 00:00 UTC. */
   blockNumber: bigint;
   blockTimestamp: Date;
+  /**
+   * The boundary block's hash when the row was computed (migration 0032): a row whose block the
+   * chain no longer has is computed again (src/sync/metrics/reorg-check.ts). Null on older rows.
+   */
+  blockHash?: `0x${string}` | null;
   engineTotalAssets: bigint;
   /** Engine ERC-20 supply plus the fee shares pending at that block. */
   engineTotalSupply: bigint;
@@ -85,6 +90,7 @@ interface SnapshotRow {
   provisional: boolean;
   estimated_underlying_apy: string | null;
   estimated_net_apy: string | null;
+  block_hash: `0x${string}` | null;
 }
 
 const COLUMNS = [
@@ -110,12 +116,13 @@ const COLUMNS = [
   'provisional',
   'estimated_underlying_apy',
   'estimated_net_apy',
+  'block_hash',
 ] as const;
 
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
 /** A real row the processor relies on: not provisional, and written since migration 0021. */
 const FINAL = 'NOT provisional AND partner_fee_pending IS NOT NULL';
-/** Rows per INSERT statement: 22 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** Rows per INSERT statement: 23 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -145,6 +152,7 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     provisional: r.provisional,
     estimatedUnderlyingApy: r.estimated_underlying_apy,
     estimatedNetApy: r.estimated_net_apy,
+    blockHash: r.block_hash,
   };
 }
 
@@ -173,6 +181,7 @@ function params(s: Snapshot): unknown[] {
     s.provisional ?? false,
     s.estimatedUnderlyingApy ?? null,
     s.estimatedNetApy ?? null,
+    s.blockHash ?? null,
   ];
 }
 
@@ -272,6 +281,43 @@ export function createSnapshotsRepo(db: Queryable) {
         [productId],
       );
       return { count: Number(rows[0]?.count ?? 0), latestDate: rows[0]?.latest ?? null };
+    },
+
+    /**
+     * The boundary blocks (number and hash as computed) of the chain's final rows dated `since` or
+     * later: what the reorg check compares with the chain.
+     */
+    async boundariesSince(
+      chainId: number,
+      since: string,
+    ): Promise<{ blockNumber: bigint; blockHash: `0x${string}` }[]> {
+      const { rows } = await db.query<{ block_number: string; block_hash: `0x${string}` }>(
+        `SELECT DISTINCT s.block_number, s.block_hash FROM daily_snapshots s
+           JOIN products p ON p.id = s.product_id
+          WHERE p.chain_id = $1 AND s.date >= $2::date AND s.block_hash IS NOT NULL
+            AND NOT s.provisional AND s.partner_fee_pending IS NOT NULL
+          ORDER BY s.block_number`,
+        [chainId, since],
+      );
+      return rows.map((r) => ({ blockNumber: BigInt(r.block_number), blockHash: r.block_hash }));
+    },
+
+    /**
+     * Removes the chain's final rows whose boundary block is `fromBlock` or later (their day holds
+     * blocks the chain no longer has, or follows such a day); returns the (product, date) removed.
+     */
+    async removeFromBlock(
+      chainId: number,
+      fromBlock: bigint,
+    ): Promise<{ productId: string; date: string }[]> {
+      const { rows } = await db.query<{ product_id: string; date: string }>(
+        `DELETE FROM daily_snapshots s USING products p
+          WHERE p.id = s.product_id AND p.chain_id = $1 AND s.block_number >= $2
+            AND NOT s.provisional
+          RETURNING s.product_id, s.date`,
+        [chainId, fromBlock.toString()],
+      );
+      return rows.map((r) => ({ productId: r.product_id, date: r.date }));
     },
 
     /** Every day that has a row, oldest first. */

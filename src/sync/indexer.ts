@@ -13,10 +13,10 @@
  *   that lands between those reads or later changes a hash the next range checks, so it is seen.
  *   Every log's block hash must also equal the header fetched for its block time.
  * - Deeper reorg (beyond the depth): logged as an error; the cursor rewinds to its newest past
- *   position whose hash the chain still has (or `maxRewindBlocks` back) and the blocks are
- *   re-indexed. Events already stored for orphaned logs cannot be unsent: they stay (and may already
- *   be delivered). Dedupe keys contain the tx hash, so a log re-mined in a new transaction becomes a
- *   new event; the same transaction re-mined keeps its event.
+ *   position whose hash the chain still has (or `maxRewindBlocks` back), every stored event of a
+ *   block the chain no longer has is retracted with a `chain_event.retracted` event
+ *   (indexer/retract.ts), and the blocks are re-indexed: what the canonical chain holds now is
+ *   stored, the same log mined again included (as a new event).
  * - New engines: an engine seen for the first time whose deployed block is at or below the cursor
  *   rewinds the cursor to just before that block; other engines' logs in the re-read blocks are
  *   already stored and insert nothing. The lifecycle records deployments near the head, so the
@@ -49,6 +49,7 @@ import {
   fetchRange as readRange,
 } from './indexer/fetch-range.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
+import { findOrphanedEvents, retractEvents } from './indexer/retract.ts';
 
 export interface IndexerDeps {
   db: Database;
@@ -189,17 +190,24 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       const n = cursor.blockNumber > maxRewind ? cursor.blockNumber - maxRewind : 0n;
       target = { blockNumber: n, blockHash: (await getHeader(client, n)).hash };
     }
+    const rewindTo = target;
+    const orphans = await findOrphanedEvents(db, client, chainId, rewindTo.blockNumber);
+    const retracted = await leasedTx(async (tx) => {
+      const n = await retractEvents(tx, chainId, orphans, new Date());
+      await createCursorsRepo(tx).move(chainId, cursor, rewindTo);
+      return n;
+    });
     log.error(
       {
         cursor: cursor.blockNumber.toString(),
         storedHash: cursor.blockHash,
         chainHash,
-        rewindTo: target.blockNumber.toString(),
+        rewindTo: rewindTo.blockNumber.toString(),
+        retracted,
       },
-      'reorg deeper than the confirmation depth: rewinding and re-indexing; events already stored for orphaned logs stay',
+      'reorg deeper than the confirmation depth: events of orphaned blocks retracted (chain_event.retracted sent), rewinding and re-indexing',
     );
-    await leasedTx((tx) => createCursorsRepo(tx).move(chainId, cursor, target));
-    return target;
+    return rewindTo;
   }
 
   const fetchRange = (cursor: Cursor, to: bigint, engines: Map<string, Product>) =>

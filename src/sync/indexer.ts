@@ -39,7 +39,11 @@ import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
-import { recordIndexerRound } from '../telemetry/metrics.ts';
+import {
+  chainEventsRetracted,
+  indexerLogsRecovered,
+  recordIndexerRound,
+} from '../telemetry/metrics.ts';
 import { createLease, createLeasedJob } from '../worker/lease.ts';
 import type { Job } from '../worker/runner.ts';
 import {
@@ -197,6 +201,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       await createCursorsRepo(tx).move(chainId, cursor, rewindTo);
       return n;
     });
+    if (retracted > 0) chainEventsRetracted.inc({ chain_id: String(chainId) }, retracted);
     log.error(
       {
         cursor: cursor.blockNumber.toString(),
@@ -340,6 +345,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     await pending?.catch(() => {});
     recordIndexerRound(chainId, head, cursor.blockNumber, safe);
     if (round.recovered > 0) {
+      indexerLogsRecovered.inc({ chain_id: String(chainId) }, round.recovered);
       log.warn(
         { recovered: round.recovered },
         'the provider answered ranges without some of their logs (a node behind the range): found by block hash',

@@ -33,7 +33,11 @@ const SCOPE_ERRORS = [
   'invalid_api_key',
   'revoked_api_key',
   'rate_limited',
+  // Text PostgreSQL refuses in the path, query or headers (src/api/text-check.ts).
+  'malformed_request',
   'internal_error',
+  // The database or Redis is unreachable (src/api/outage.ts).
+  'service_unavailable',
 ] as const;
 
 export const RATE_LIMITS: Record<Environment, number> = { live: 1000, test: 100 };

@@ -7,6 +7,7 @@
  */
 import type { BaseApp } from './fastify-app.ts';
 import { recordRequestMetrics } from './http-metrics.ts';
+import { isOutageAnswer } from './outage.ts';
 
 /** Query parameter names whose values are credentials (compared decoded and lower-cased). */
 const SECRET_QUERY_PARAMS = new Set([
@@ -57,7 +58,9 @@ export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = 
     const elapsedMs = reply.elapsedTime;
     // A 5xx is logged at error level (with the request id, as every line of a request), except
     // the readiness probe's 503: "not ready yet" is its normal answer while the service starts.
-    const level = status < 500 ? 'info' : config?.probe ? 'warn' : 'error';
+    // An outage's 503s are logged once per outage (outage.ts), so their lines stay at info.
+    const level =
+      status < 500 || isOutageAnswer(request) ? 'info' : config?.probe ? 'warn' : 'error';
     request.log[level](
       {
         method: request.method,

@@ -87,7 +87,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
   const secretBox = createSecretBox(masterKeyFor(config));
   const sender = createConfiguredSender(config);
-  const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
+  const redis: Redis | undefined = config.REDIS_URL
+    ? createRedis(config.REDIS_URL, { logger })
+    : undefined;
   const mailer = await mailerFromConfig(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;

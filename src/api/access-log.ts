@@ -1,12 +1,14 @@
 /**
  * One access-log line per request, with only fields that cannot carry a secret: never headers,
- * and a URL whose credentials (an API key or a portal sign-in token in the query) are redacted.
+ * and a URL whose credentials (an API key or a portal sign-in token in the query, anything
+ * key-shaped anywhere) are redacted.
  * The same hook records the request metrics when they are on (src/api/http-metrics.ts): one hook
  * reads the route, status and latency once for both, so metrics add a map update per request and
  * no hook of their own.
  */
 import type { BaseApp } from './fastify-app.ts';
 import { recordRequestMetrics } from './http-metrics.ts';
+import { redactKeyShaped } from './key-shapes.ts';
 import { isOutageAnswer } from './outage.ts';
 
 /** Query parameter names whose values are credentials (compared decoded and lower-cased). */
@@ -32,11 +34,13 @@ const decodedName = (name: string) => {
 
 /**
  * The URL as logged: the value of every credential-bearing query parameter replaced by
- * `[redacted]`. Names are compared decoded (`api%5Fkey` is `api_key`); the rest is kept verbatim.
+ * `[redacted]`, and anything key-shaped elsewhere (a key sent in the path, in another
+ * parameter) too (key-shapes.ts). Names are compared decoded (`api%5Fkey` is `api_key`); the rest
+ * is kept verbatim.
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url;
+  if (q < 0) return redactKeyShaped(url);
   const query = url
     .slice(q + 1)
     .split('&')
@@ -46,7 +50,7 @@ export function redactUrl(url: string): string {
       return SECRET_QUERY_PARAMS.has(decodedName(name)) ? `${name}=[redacted]` : pair;
     })
     .join('&');
-  return `${url.slice(0, q)}?${query}`;
+  return redactKeyShaped(`${url.slice(0, q)}?${query}`);
 }
 
 export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = {}): void {

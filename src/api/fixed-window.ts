@@ -86,7 +86,9 @@ export function createFallbackCounter(
   return {
     async hit(key, windowMs) {
       // Not connected: straight to memory, no command waits on a connection being re-established.
-      if (redis.status === 'ready') {
+      // Before the first connection, commands wait for it (src/redis.ts's offline queue), so that
+      // a process that just started counts in Redis from its first request.
+      if (redis.status === 'ready' || redis.options.enableOfflineQueue) {
         try {
           return await shared.hit(key, windowMs);
         } catch {

@@ -5,8 +5,8 @@
  * PostgreSQL's refusal came back as 500 internal_error, which partners are told to retry (#33).
  *
  * `installTextCheck` applies it to every request's path, query, headers and parsed body (any
- * depth, keys included) before validation: 400 malformed_request for the request line and
- * headers, 400 invalid_payload for the body. A route whose body stays raw bytes (the inbound
+ * depth, keys included) before validation: 404 not_found for a path parameter (it names nothing
+ * that exists), 400 malformed_request for the query and headers, 400 invalid_payload for the body. A route whose body stays raw bytes (the inbound
  * webhook, which verifies a signature over them first) calls `unsafeTextAt` itself.
  */
 import { isUtf8 } from 'node:buffer';
@@ -50,11 +50,10 @@ export function installTextCheck(app: BaseApp): void {
   // 429, then 400) and after body parsing, before any schema or handler reads a value.
   app.addHook('preValidation', async (request) => {
     if (request.routeOptions.config?.anyText) return;
-    // The URL as received, decoded the way the router and the query parser decode it.
-    const where =
-      unsafeTextAt(request.params, 'path') ??
-      unsafeTextAt(request.query, 'query') ??
-      unsafeTextAt(request.headers, 'header');
+    // A path parameter no stored row can hold names nothing that exists: 404, like any unknown
+    // slug (the routes' own rule for parameters that fail their schema).
+    if (unsafeTextAt(request.params, 'path')) throw new ApiError('not_found');
+    const where = unsafeTextAt(request.query, 'query') ?? unsafeTextAt(request.headers, 'header');
     if (where) {
       throw new ApiError('malformed_request', `The request's ${where} holds ${REFUSED}.`);
     }

@@ -227,6 +227,18 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       stop() {
         stopping ??= (async () => {
           stopRequested = true;
+          // Work stuck on a connection that will not answer (a database connection gone silent)
+          // would hold the stop until the hard exit: past half the shutdown timeout, what is still
+          // in flight is cut (its clients see a closed connection and retry) and the stop goes on.
+          const cut = setTimeout(() => {
+            logger.warn(
+              { afterMs: config.SHUTDOWN_TIMEOUT_MS / 2 },
+              'shutdown: cutting the HTTP and database connections of work still in flight',
+            );
+            app?.server.closeAllConnections();
+            db.interrupt?.();
+          }, config.SHUTDOWN_TIMEOUT_MS / 2);
+          cut.unref();
           // app.close() stops accepting connections and waits for in-flight requests. A chain
           // still starting cannot be interrupted: wait for it, then stop it.
           await Promise.all([app?.close(), ready.catch(() => {})]);
@@ -237,6 +249,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           await metrics?.close();
           unregisterCollectors?.();
           await Promise.all([db.close(), redis?.quit()]);
+          clearTimeout(cut);
         })();
         return stopping;
       },

@@ -249,5 +249,40 @@ describe('the API process (#33)', { timeout: 240_000 }, () => {
       );
       expect(lines.filter((l) => l.level >= 50)).toEqual([]);
     });
+    it('with requests stuck on database connections that went silent, it stops inside its timeout', async () => {
+      const { p, url, pg } = await startApi();
+      await waitFor(
+        async () => ((await fetch(`${url}/ready`)).status === 200 ? true : undefined),
+        30_000,
+        'ready',
+      );
+      await traffic(url, 5);
+      // Every byte to PostgreSQL is swallowed: the pool's connections, and the ones it opens
+      // meanwhile, stay dead even after PostgreSQL is reachable again.
+      await pg.setMode('silent');
+      const stuck = Array.from({ length: 6 }, (_, i) =>
+        fetch(`${url}/api/partner/products`, {
+          headers: { 'x-api-key': `svc_live_${String(i).repeat(43)}` },
+        })
+          .then((r) => r.status)
+          .catch(() => 0),
+      );
+      await new Promise((r) => setTimeout(r, 1_000));
+      await pg.setMode('up');
+      const exit = await stop(p);
+      const statuses = await Promise.all(stuck);
+      console.log(
+        `[robustness] stop with requests stuck on silent database connections: ${JSON.stringify(exit)}; the stuck requests got ${statuses.join(', ')}`,
+      );
+      // Before: the stuck requests held app.close() and the pool's end() until the 10 s timer
+      // killed the process ("exiting with work in flight", exit 1).
+      expect(exit.code).toBe(0);
+      expect(exit.ms).toBeLessThan(8_000);
+      const lines = jsonLines(p);
+      expect(lines.some((l) => l.msg === 'shutdown timed out; exiting with work in flight')).toBe(
+        false,
+      );
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    });
   });
 });

@@ -248,7 +248,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           await runtime?.stop();
           await metrics?.close();
           unregisterCollectors?.();
-          await Promise.all([db.close(), redis?.quit()]);
+          // QUIT on a connection that is already closed rejects ("Connection is closed."): nothing
+          // is left to close then, and a clean stop must not end as a failed one (#33).
+          await Promise.all([db.close(), redis?.quit().catch(() => redis.disconnect())]);
           clearTimeout(cut);
         })();
         return stopping;

@@ -9,6 +9,8 @@
  *   of a 100-a-minute key is enforced per process meanwhile (it was not at all: 120 of 120
  *   passed), requests are not held a second each, and /ready is 200 within seconds of Redis
  *   being reachable again.
+ * - Redis down under the portal (sessions kept there): signed-in pages answer 503 with
+ *   Retry-After, not 500.
  *
  * The figures are printed (`[outages]` lines).
  */
@@ -24,6 +26,7 @@ import { captureLogger } from '../helpers/logs.ts';
 import { waitFor } from '../helpers/process.ts';
 import { testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { type Harness, portalHarness } from '../portal/harness.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -183,4 +186,47 @@ describe.runIf(testRedisUrl())('Redis silent', () => {
       `[outages] Redis silent: ${passed}/120 passed on a 100/min key (first 429 at ${firstRefusal}) in ${outageMs} ms; /ready 200 again ${recoveredMs} ms after Redis healed; after it, 429 at request ${refusedAt} (Redis count)`,
     );
   }, 60_000);
+});
+
+describe.runIf(testRedisUrl())('Redis down under the portal', () => {
+  let proxy: TcpProxy;
+  let redis: Redis;
+  let h: Harness;
+
+  beforeAll(async () => {
+    const target = new URL(testRedisUrl()!);
+    proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(target.port || 6379) });
+    redis = createRedis(`redis://127.0.0.1:${proxy.port}`, { keyPrefix: uniqueRedisPrefix() });
+    h = await portalHarness({ redis });
+  });
+
+  afterAll(async () => {
+    await h?.close();
+    redis?.disconnect();
+    await proxy?.close();
+  });
+
+  it('a signed-in page answers 503 with Retry-After while its session store is unreachable, not 500', async () => {
+    const member = await h.signedIn('owner@acme.test');
+    expect((await member.get('/portal/live/keys')).status).toBe(200);
+    await proxy.setMode('down');
+    const pages = [];
+    for (let i = 0; i < 5; i++) pages.push(await member.get('/portal/live/keys'));
+    expect(pages.map((p) => [p.status, p.headers['retry-after']])).toEqual(
+      Array(5).fill([503, '5']),
+    );
+    const lines = levels(h.logLines());
+    expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    expect(
+      lines.filter(
+        (l) => l.msg === 'redis unreachable: requests that need it answer 503 service_unavailable',
+      ),
+    ).toHaveLength(1);
+    await proxy.setMode('up');
+    await waitFor(
+      async () => ((await member.get('/portal/live/keys')).status === 200 ? true : undefined),
+      10_000,
+      'the portal back',
+    );
+  });
 });

@@ -10,6 +10,7 @@
  * webhook, which verifies a signature over them first) calls `unsafeTextAt` itself.
  */
 import { isUtf8 } from 'node:buffer';
+import type { FastifyRequest } from 'fastify';
 import { ApiError } from './errors.ts';
 import type { BaseApp } from './fastify-app.ts';
 
@@ -45,24 +46,31 @@ export function unsafeTextAt(value: unknown, root = 'body'): string | undefined 
 
 const REFUSED = 'a NUL character, a lone surrogate or invalid UTF-8';
 
+/**
+ * preValidation: after the partner scope's key and rate-limit checks (DECISIONS' order: 401, 429,
+ * then 400) and after body parsing, before any schema or handler reads a value.
+ */
 export function installTextCheck(app: BaseApp): void {
-  // preValidation: after the partner scope's key and rate-limit checks (DECISIONS' order: 401,
-  // 429, then 400) and after body parsing, before any schema or handler reads a value.
-  app.addHook('preValidation', async (request) => {
-    if (request.routeOptions.config?.anyText) return;
-    // A path parameter no stored row can hold names nothing that exists: 404, like any unknown
-    // slug (the routes' own rule for parameters that fail their schema).
-    if (unsafeTextAt(request.params, 'path')) throw new ApiError('not_found');
-    const where = unsafeTextAt(request.query, 'query') ?? unsafeTextAt(request.headers, 'header');
-    if (where) {
-      throw new ApiError('malformed_request', `The request's ${where} holds ${REFUSED}.`);
-    }
-    // Raw bodies (a Buffer) belong to their route, which checks them in its own order.
-    if (request.body !== undefined && !Buffer.isBuffer(request.body)) {
-      const field = unsafeTextAt(request.body);
-      if (field) throw new ApiError('invalid_payload', `${field} holds ${REFUSED}.`);
-    }
+  // A callback hook, not an async one: no promise per request on the hot path.
+  app.addHook('preValidation', (request, _reply, done) => {
+    done(refusal(request));
   });
+}
+
+/** The refusal of a request holding text PostgreSQL cannot store, or undefined. */
+function refusal(request: FastifyRequest): ApiError | undefined {
+  if (request.routeOptions.config?.anyText) return undefined;
+  // A path parameter no stored row can hold names nothing that exists: 404, like any unknown
+  // slug (the routes' own rule for parameters that fail their schema).
+  if (unsafeTextAt(request.params, 'path')) return new ApiError('not_found');
+  const where = unsafeTextAt(request.query, 'query') ?? unsafeTextAt(request.headers, 'header');
+  if (where) return new ApiError('malformed_request', `The request's ${where} holds ${REFUSED}.`);
+  // Raw bodies (a Buffer) belong to their route, which checks them in its own order.
+  if (request.body !== undefined && !Buffer.isBuffer(request.body)) {
+    const field = unsafeTextAt(request.body);
+    if (field) return new ApiError('invalid_payload', `${field} holds ${REFUSED}.`);
+  }
+  return undefined;
 }
 
 declare module 'fastify' {

@@ -148,6 +148,57 @@ describe('the API process (#33)', { timeout: 240_000 }, () => {
     expect(lines.filter((l) => l.level >= 50)).toEqual([]);
   });
 
+  it('a worker whose jobs wait on an RPC node that does not answer stops inside its timeout', async () => {
+    // A node that accepts connections and never answers: every chain call of a tick waits for
+    // the client's 10 s timeout (and a retry).
+    const rpc = await startTcpProxy({ host: '127.0.0.1', port: await deadPort() });
+    await rpc.setMode('frozen');
+    const dir = await seededDir();
+    const chainsFile = path.join(dir, 'chains.json');
+    writeFileSync(
+      chainsFile,
+      JSON.stringify([
+        {
+          chain_id: 31337,
+          name: 'frozen',
+          rpc_urls: [`http://127.0.0.1:${rpc.port}`],
+          confirmation_depth: 2,
+          block_range_limit: 1000,
+        },
+      ]),
+    );
+    const p = spawnCli(['start'], {
+      DATA_DIR: dir,
+      ROLES: 'worker',
+      CHAINS_FILE: chainsFile,
+      SHUTDOWN_TIMEOUT_MS: '10000',
+    });
+    try {
+      await waitFor(
+        () => (p.stdout().includes('"msg":"worker started"') ? true : undefined),
+        60_000,
+        `the worker (stderr: ${p.stderr()})`,
+      );
+      // Let the jobs' first ticks reach the node.
+      await waitFor(() => (rpc.openCount() > 0 ? true : undefined), 10_000, 'a chain call');
+      await new Promise((r) => setTimeout(r, 500));
+      const exit = await stop(p);
+      console.log(
+        `[robustness] worker stop with ticks waiting on a silent RPC node: ${JSON.stringify(exit)}`,
+      );
+      expect(exit.code).toBe(0);
+      expect(exit.ms).toBeLessThan(8_000);
+      const lines = jsonLines(p);
+      expect(lines.some((l) => l.msg === 'shutdown timed out; exiting with work in flight')).toBe(
+        false,
+      );
+      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    } finally {
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      await rpc.close();
+    }
+  });
+
   describe.runIf(postgresAdminUrl() && testRedisUrl())('on PostgreSQL and Redis', () => {
     const databases: TestDatabase[] = [];
     const proxies: TcpProxy[] = [];

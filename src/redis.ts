@@ -31,8 +31,8 @@ export function createRedis(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
   // Once connected, a command issued while Redis is away fails at once instead of waiting in the
-  // offline queue for a reconnection: the callers count in memory instead (src/api/fixed-window.ts), and
-  // a request must not wait seconds per command. Measured by test/ops/faults.test.ts: with the
+  // offline queue for a reconnection: the callers count in memory instead (src/api/fixed-window.ts),
+  // and a request must not wait seconds per command. Measured by test/ops/faults.test.ts: with the
   // queue, each API request took ~3 s during a Redis outage.
   client.once('ready', () => {
     client.options.enableOfflineQueue = false;

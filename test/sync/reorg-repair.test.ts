@@ -7,11 +7,12 @@
  * index of the chain as it now is, and a real HTTPS receiver must have received one
  * `chain_event.retracted` per orphaned event, naming it.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Address, Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainClient } from '../../src/chain/client.ts';
 import type { Database } from '../../src/db/client.ts';
+import { createInboundEventsRepo } from '../../src/db/inbound-events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import type { Product } from '../../src/db/products.ts';
 import { createSnapshotReads } from '../../src/db/snapshot-reads.ts';
@@ -148,6 +149,24 @@ describe.each(storageEngines())('deep reorg across a finished day on %s', (engin
       await mine(fx, 3);
       await indexer.runOnce();
       await metrics(db).runOnce();
+      // The partner had submitted the first orphaned transaction (inbound webhook): linked now.
+      const inbound = createInboundEventsRepo(db);
+      const body = JSON.stringify({ tx_hash: orphanA.receipt.transactionHash });
+      const submitted = await inbound.store({
+        partnerId: partner.id,
+        environment: 'live',
+        idempotencyKey: 'reorg-1',
+        eventType: 'deposit.submitted',
+        bodySha256: createHash('sha256').update(body).digest(),
+        body,
+        occurredAt: new Date(),
+        tx: {
+          productId: product.id,
+          chainId: fx.anvil.chainId,
+          txHash: orphanA.receipt.transactionHash.toLowerCase(),
+        },
+      });
+      expect(submitted.event.linkedEventId).toMatch(/^evt_/);
       const before = await dailyRows(db);
       expect(before.length).toBe(2); // days 1 and 2 are closed
       expect(before[1]).toContain('"deposits_assets":"680000000"'); // 200 + 300 + 180
@@ -235,6 +254,8 @@ describe.each(storageEngines())('deep reorg across a finished day on %s', (engin
           reason: 'reorg',
         });
       }
+      // The submitted transaction is no longer confirmed by anything: it waits again.
+      expect((await inbound.findById(submitted.event.id))?.linkedEventId).toBeNull();
       // Exactly once each, even after more rounds.
       await indexer.runOnce();
       await new Promise((r) => setTimeout(r, 300));

@@ -14,3 +14,29 @@ CREATE INDEX events_chain_block ON events (chain_id, block_number)
 -- The hash of a daily row's boundary block: a row whose block left the canonical chain is removed
 -- and computed again from the chain as it now is. Rows written before this column are not checked.
 ALTER TABLE daily_snapshots ADD COLUMN block_hash text;
+
+-- A partner's submitted transaction (inbound_events) links to the chain event that confirmed it;
+-- a retracted event confirms nothing: its links are undone (src/sync/indexer/retract.ts), and only
+-- events still standing are linked, so the same transaction mined again links to its new event.
+CREATE OR REPLACE FUNCTION link_inbound_events(only_ids bigint[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE inbound_events i
+  SET linked_event_id = m.event_id, linked_at = now()
+  FROM (
+    SELECT DISTINCT ON (s.id) s.id, e.id AS event_id
+    FROM inbound_events s
+    JOIN events e
+      ON e.chain_id = s.chain_id AND e.tx_hash = s.tx_hash AND e.product_id = s.product_id
+     AND e.event_type = ANY (
+           CASE s.event_type
+             WHEN 'deposit.submitted' THEN ARRAY['deposit.confirmed']
+             ELSE ARRAY['redeem.requested', 'redeem.confirmed']
+           END)
+     AND e.retracted_at IS NULL
+    WHERE s.tx_hash IS NOT NULL AND s.linked_event_id IS NULL
+      AND (only_ids IS NULL OR s.id = ANY (only_ids))
+    ORDER BY s.id, e.seq
+  ) m
+  WHERE i.id = m.id;
+END
+$$;

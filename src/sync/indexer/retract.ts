@@ -7,7 +7,8 @@
  * - the event is marked retracted (kept: it may have been delivered, and the delivery log names it);
  *   retracted events leave the chain-log key free, so the same log mined again becomes a new event;
  * - a `chain_event.retracted` event names it (id, type, chain coordinates) for the partner, and goes
- *   out through the usual fan-out to every destination subscribed to it.
+ *   out through the usual fan-out to every destination subscribed to it;
+ * - a partner's submitted transaction (inbound webhook) linked to it is unlinked, waiting again.
  *
  * A delivered event cannot be unsent; the retraction lets a partner reconcile.
  */
@@ -134,6 +135,14 @@ export async function retractEvents(
       [o.id, detectedAt, notice?.id ?? null],
     );
     retracted += rowCount ?? 0;
+  }
+  if (orphans.length > 0) {
+    // A submitted transaction linked to a retracted event is waiting again (and links to the same
+    // transaction's new event, if it was mined again, when that is stored).
+    await tx.query(
+      'UPDATE inbound_events SET linked_event_id = NULL, linked_at = NULL WHERE linked_event_id = ANY($1::text[])',
+      [orphans.map((o) => o.id)],
+    );
   }
   return retracted;
 }

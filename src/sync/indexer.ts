@@ -32,6 +32,7 @@ import type { Hex } from 'viem';
 import { getHeader, getHeaders, headNumber } from '../chain/block-headers.ts';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { MAX_CHECKED_BLOCKS } from '../chain/complete-logs.ts';
 import { confirmedBlock } from '../chain/confirmed-head.ts';
 import { nextSpan, RangeRejectedError } from '../chain/log-ranges.ts';
 import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
@@ -276,7 +277,9 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 
     let restarts = 0;
     const rangeEnd = (c: Cursor) => {
-      const span = window.blocks < limit ? window.blocks : limit;
+      let span = window.blocks < limit ? window.blocks : limit;
+      // Every header of a range is held while it is checked (complete-logs.ts).
+      if (span > MAX_CHECKED_BLOCKS) span = MAX_CHECKED_BLOCKS;
       return c.blockNumber + span < safe ? c.blockNumber + span : safe;
     };
     // The next range is fetched while the current one is written (the RPC and the database work

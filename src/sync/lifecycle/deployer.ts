@@ -8,6 +8,9 @@
  * deployment is forgotten (and redone) only when the node does not know it, it has no receipt,
  * and its nonce was taken by another transaction at a confirmed block (see resendOrForget). Once
  * the receipt is `confirmationDepth` blocks deep, activation takes over (activation.ts).
+ * New deployments start only while this process holds the signer's nonce lease (the one the
+ * operator's transactions take, src/chain/tx-sender.ts), and their nonces are past the operator's
+ * pending transactions too: the CLI and the worker never hand out the same nonce.
  */
 import {
   type Address,
@@ -23,6 +26,9 @@ import type { ChainClient, ChainWallet } from '../../chain/client.ts';
 import { engineConstructorArgs } from '../../chain/deploy.ts';
 import { yieldEngineAbi, yieldEngineBytecode } from '../../chain/generated/YieldEngine.ts';
 import { chainErrorMessage, operatorWallet } from '../../chain/send-engine-call.ts';
+import { nextNonce, nonceLeaseName, PROCESS_HOLDER } from '../../chain/tx-sender.ts';
+import type { Queryable } from '../../db/client.ts';
+import { createLeasesRepo } from '../../db/leases.ts';
 import type { ProductDeploysRepo } from '../../db/product-deploys.ts';
 import type { Product, ProductsRepo } from '../../db/products.ts';
 import type { Logger } from '../../logger.ts';
@@ -36,6 +42,10 @@ export interface DeployerDeps {
   deploys: ProductDeploysRepo;
   activation: Activation;
   log: Logger;
+  /** Where the nonce lease and the operator's pending transactions are. */
+  db: Queryable;
+  /** This worker in the nonce lease. */
+  holder?: string;
 }
 
 export function createDeployer(deps: DeployerDeps) {
@@ -102,17 +112,12 @@ export function createDeployer(deps: DeployerDeps) {
    * nonce: it is rebroadcast, so a new one must not take it).
    */
   async function nextNonceFrom(address: Address): Promise<number> {
-    const [pendingCount, recorded] = await Promise.all([
-      client.getTransactionCount({ address, blockTag: 'pending' }),
-      store.inFlightRawTxs(chain.chainId),
-    ]);
-    let next = pendingCount;
-    for (const raw of recorded) {
-      const n = parseTransaction(raw).nonce;
-      if (n !== undefined && n + 1 > next) next = n + 1;
-    }
-    return next;
+    // The in-flight deployments and the operator's pending transactions (tx-sender.ts).
+    return nextNonce(deps.db, client, chain.chainId, address);
   }
+
+  const leases = createLeasesRepo(deps.db);
+  const holder = deps.holder ?? PROCESS_HOLDER;
 
   async function broadcast(raw: `0x${string}`): Promise<void> {
     await client.sendRawTransaction({ serializedTransaction: raw });
@@ -216,32 +221,46 @@ export function createDeployer(deps: DeployerDeps) {
     // After a failed broadcast no further deployment starts this tick: each would only add to the
     // nonce gap behind the one the node refused (the next tick rebroadcasts it first).
     let canStart = true;
-    for (const p of pending) {
-      if (held.has(p.id) && !p.deployTxHash) continue;
-      try {
-        const txHash = p.deployTxHash;
-        if (!txHash) {
-          // A deployment just broadcast is followed from the next tick on: it cannot be
-          // `confirmationDepth` blocks deep yet, and the node may not even have mined it.
-          if (!wallet) {
-            warnNoDeployer(p);
+    let leaseName: string | undefined;
+    try {
+      for (const p of pending) {
+        if (held.has(p.id) && !p.deployTxHash) continue;
+        try {
+          const txHash = p.deployTxHash;
+          if (!txHash) {
+            // A deployment just broadcast is followed from the next tick on: it cannot be
+            // `confirmationDepth` blocks deep yet, and the node may not even have mined it.
+            if (!wallet) {
+              warnNoDeployer(p);
+              continue;
+            }
+            if (!canStart) continue;
+            if (!leaseName) {
+              // Another process (an operator command) is sending: start deployments next tick.
+              const name = nonceLeaseName(chain.chainId, wallet.account.address);
+              if (!(await leases.acquire(name, holder, 30_000))) {
+                canStart = false;
+                continue;
+              }
+              leaseName = name;
+            }
+            nextNonce ??= await nextNonceFrom(wallet.account.address);
+            const started = await startDeployment(wallet, p, nextNonce);
+            if (started.recorded) nextNonce += 1;
+            if (started.recorded && !started.sent) canStart = false;
             continue;
           }
-          if (!canStart) continue;
-          nextNonce ??= await nextNonceFrom(wallet.account.address);
-          const started = await startDeployment(wallet, p, nextNonce);
-          if (started.recorded) nextNonce += 1;
-          if (started.recorded && !started.sent) canStart = false;
-          continue;
+          if (await followDeployment(p, txHash, confirmed)) deployed.push(p.slug);
+        } catch (err) {
+          // A dropped database connection or an RPC hiccup is retried next tick: a warning.
+          log[isRetryable(err) ? 'warn' : 'error'](
+            { slug: p.slug, err: chainErrorMessage(err) },
+            'deployment step failed',
+          );
         }
-        if (await followDeployment(p, txHash, confirmed)) deployed.push(p.slug);
-      } catch (err) {
-        // A dropped database connection or an RPC hiccup is retried next tick: a warning.
-        log[isRetryable(err) ? 'warn' : 'error'](
-          { slug: p.slug, err: chainErrorMessage(err) },
-          'deployment step failed',
-        );
       }
+    } finally {
+      if (leaseName) await leases.release(leaseName, holder);
     }
     return deployed;
   }

@@ -21,6 +21,9 @@ import { createTxSender, nonceLeaseName } from '../../src/chain/tx-sender.ts';
 import { createChainTransactionsRepo } from '../../src/db/chain-transactions.ts';
 import { createLeasesRepo } from '../../src/db/leases.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
+import { registry } from '../../src/telemetry/metrics.ts';
+import { registerTransactionCollectors } from '../../src/telemetry/transaction-collectors.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { type Fixture, mineBlock, newEngine, OPERATOR, setupFixture, USERS } from './helpers.ts';
@@ -256,5 +259,57 @@ describe('a transaction that fails', () => {
     expect(after.status).toBe('dropped');
     expect(after.error).toMatch(/another transaction took nonce .* send it again if not/);
     expect(logs.lines().some((l) => l.includes('will be dropped: dropped'))).toBe(true);
+  });
+});
+
+describe('what an operator sees', () => {
+  it('`tx list` shows pending transactions first (age, attempts, fees), then the recent ones with what to do', async () => {
+    const sender = senderFor(settings('500', 10));
+    const p = await sender.send(transfer(7, 'still pending'));
+    const run = (args: string[]) =>
+      runCliInProcess(args, {
+        env: { DATA_DIR: '/nonexistent', LOG_LEVEL: 'silent' },
+        database: t.db,
+      });
+    const text = await run(['tx', 'list', '--limit', '50']);
+    expect(text.code).toBe(0);
+    const lines = text.out.split('\n');
+    expect(lines[0]).toMatch(
+      /^CHAIN\s+NONCE\s+STATUS\s+AGE\s+ATTEMPTS\s+MAX FEE \(gwei\)\s+HASH\s+PURPOSE$/,
+    );
+    expect(lines[1]).toContain(`${p.nonce}`);
+    expect(lines[1]).toMatch(/pending .* still pending$/);
+    expect(text.out).toMatch(/dropped .* will be dropped/);
+    expect(text.out).toMatch(/another transaction took nonce/);
+    const json = JSON.parse((await run(['tx', 'list', '--json', '--chain-id', '31337'])).out);
+    expect(json[0]).toMatchObject({ status: 'pending', purpose: 'still pending', attempts: 1 });
+    expect(
+      json.some(
+        (r: { status: string; attempts: number }) => r.status === 'mined' && r.attempts >= 2,
+      ),
+    ).toBe(true);
+    await mineBlock(fx);
+    expect((await sender.advance(p.id)).status).toBe('mined');
+  });
+
+  it("metrics: pending transactions and the oldest one's age, fees paid, replacements", async () => {
+    const sender = senderFor(settings('500', 10));
+    const p = await sender.send(transfer(8, 'for the metrics'));
+    // Settles what earlier tests left recorded as pending though mined: p alone stays pending.
+    await sender.followPending();
+    const unregister = registerTransactionCollectors(t.db);
+    try {
+      const text = await registry.metrics();
+      const value = (name: string) =>
+        Number(new RegExp(`^${name}\\{chain_id="31337"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+      expect(value('chain_transactions_pending')).toBe(1);
+      expect(value('chain_transaction_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
+      expect(value('chain_transaction_fees_paid_ether')).toBeGreaterThan(0);
+      expect(value('chain_transaction_replacements_total')).toBeGreaterThanOrEqual(2);
+    } finally {
+      unregister();
+    }
+    await mineBlock(fx);
+    expect((await sender.advance(p.id)).status).toBe('mined');
   });
 });

@@ -24,9 +24,15 @@ import {
 import type { ChainSettings } from '../../chain/chains.ts';
 import type { ChainClient, ChainWallet } from '../../chain/client.ts';
 import { engineConstructorArgs } from '../../chain/deploy.ts';
+import { suggestedFees } from '../../chain/fees.ts';
 import { yieldEngineAbi, yieldEngineBytecode } from '../../chain/generated/YieldEngine.ts';
 import { chainErrorMessage, operatorWallet } from '../../chain/send-engine-call.ts';
-import { nextNonce, nonceLeaseName, PROCESS_HOLDER } from '../../chain/tx-sender.ts';
+import {
+  nextNonce,
+  nonceLeaseName,
+  PROCESS_HOLDER,
+  transactionPolicy,
+} from '../../chain/tx-sender.ts';
 import type { Queryable } from '../../db/client.ts';
 import { createLeasesRepo } from '../../db/leases.ts';
 import type { ProductDeploysRepo } from '../../db/product-deploys.ts';
@@ -89,7 +95,10 @@ export function createDeployer(deps: DeployerDeps) {
         operator: wallet.account.address,
       }),
     });
-    const request = await wallet.prepareTransactionRequest({ data, nonce });
+    // Fees within the chain's cap (signer-settings.ts), as for the operator's transactions. A
+    // deployment stuck under a rising base fee is rebroadcast, not yet replaced (tx-sender.ts is).
+    const fees = await suggestedFees(client, transactionPolicy(chain).maxFeePerGas);
+    const request = await wallet.prepareTransactionRequest({ data, nonce, ...fees });
     const raw = await wallet.signTransaction(request);
     const hash = keccak256(raw);
     // Not recorded: the product moved meanwhile, and the nonce stays free.

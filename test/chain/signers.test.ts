@@ -30,6 +30,7 @@ import { RemoteSignerError } from '../../src/chain/remote-signer.ts';
 import { SignerError, signerAccount } from '../../src/chain/signer.ts';
 import { createTxSender } from '../../src/chain/tx-sender.ts';
 import { createChainTransactionsRepo } from '../../src/db/chain-transactions.ts';
+import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 
@@ -167,6 +168,22 @@ describe('signer sources', () => {
     expect(() => signerAccount(chain({ kind: 'file', path: path.join(dir, 'none') }))).toThrow(
       /cannot be read/,
     );
+  });
+
+  it('a worker whose key file is open to others refuses to start its chain', () => {
+    const file = path.join(dir, 'open.key');
+    writeFileSync(file, KEY);
+    chmodSync(file, 0o644);
+    // The database and client are never reached: the refusal comes first.
+    expect(() =>
+      createLifecycle({
+        db: undefined as never,
+        logger: captureLogger().logger,
+        chain: chain({ kind: 'file', path: file }),
+        client: undefined as never,
+        holder: 'test',
+      }),
+    ).toThrow(/chmod 600/);
   });
 });
 

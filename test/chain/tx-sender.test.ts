@@ -21,6 +21,7 @@ import { createTxSender, nonceLeaseName } from '../../src/chain/tx-sender.ts';
 import { createChainTransactionsRepo } from '../../src/db/chain-transactions.ts';
 import { createLeasesRepo } from '../../src/db/leases.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
+import { createSignerWatch } from '../../src/sync/signer-watch.ts';
 import { registry } from '../../src/telemetry/metrics.ts';
 import { registerTransactionCollectors } from '../../src/telemetry/transaction-collectors.ts';
 import { runCliInProcess } from '../helpers/cli.ts';
@@ -306,6 +307,22 @@ describe('what an operator sees', () => {
       expect(value('chain_transaction_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
       expect(value('chain_transaction_fees_paid_ether')).toBeGreaterThan(0);
       expect(value('chain_transaction_replacements_total')).toBeGreaterThanOrEqual(2);
+      // The signer's balance, set by the lifecycle worker's round (signer-watch.ts).
+      const chain = settings('500', 10);
+      await createSignerWatch({
+        db: t.db,
+        chain,
+        client: client(),
+        account: signerAccount(chain),
+        log: logs.logger,
+        holder: 'test',
+      }).round();
+      const balance = new RegExp(
+        `^chain_signer_balance_ether\\{chain_id="31337",address="${OPERATOR}"\\} (\\S+)$`,
+        'm',
+      ).exec(await registry.metrics());
+      const wei = await fx.client.getBalance({ address: OPERATOR });
+      expect(Number(balance?.[1])).toBeCloseTo(Number(wei) / 1e18, 3);
     } finally {
       unregister();
     }

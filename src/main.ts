@@ -20,6 +20,7 @@ import { createRedis, type Redis } from './redis.ts';
 import type { ChainRuntime } from './sync/chain-runtime.ts';
 import { registerStateCollectors } from './telemetry/collectors.ts';
 import { type MetricsServer, startMetricsServer } from './telemetry/server.ts';
+import { registerTransactionCollectors } from './telemetry/transaction-collectors.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
 import { maintenanceSettings } from './webhooks/maintenance.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
@@ -99,7 +100,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     if (config.METRICS_PORT !== undefined) {
       metrics = await startMetricsServer(config.METRICS_HOST, config.METRICS_PORT);
       // Queue depths and the last finished days are shared state: the workers report them.
-      if (config.ROLES.includes('worker')) unregisterCollectors = registerStateCollectors(db);
+      if (config.ROLES.includes('worker')) {
+        const unregisterState = registerStateCollectors(db);
+        const unregisterTransactions = registerTransactionCollectors(db);
+        unregisterCollectors = () => {
+          unregisterState();
+          unregisterTransactions();
+        };
+      }
       logger.info({ url: metrics.url }, 'metrics listening');
     }
     // Listen first: liveness answers while storage initialises; readiness waits for it.

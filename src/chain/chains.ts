@@ -7,8 +7,10 @@
 import { readFileSync } from 'node:fs';
 import type { Hex } from 'viem';
 import { registerUrlSecrets } from '../url-secrets.ts';
+import { parseSignerSettings, type SignerSettings } from './signer-settings.ts';
 
-export interface ChainSettings {
+/** Signer and transaction settings (signer-settings.ts) are part of a chain's settings. */
+export interface ChainSettings extends SignerSettings {
   chainId: number;
   name: string;
   rpcUrls: string[];
@@ -25,7 +27,10 @@ export interface ChainSettings {
   blockRangeLimit: number;
   /** False for a chain whose addresses are not EVM addresses (position answers chain_not_supported). */
   evm: boolean;
-  /** Key of the account that deploys engines and sends operator transactions on this chain. */
+  /**
+   * Key of the account that deploys engines and sends operator transactions on this chain, typed
+   * into CHAINS_FILE: local development chains only (signer-settings.ts; else `signer`).
+   */
   deployerPrivateKey?: Hex;
 }
 
@@ -111,6 +116,7 @@ export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettin
       blockRangeLimit: int('block_range_limit', 1),
       evm: c.evm === undefined ? true : c.evm === true,
       ...(key ? { deployerPrivateKey: key as Hex } : {}),
+      ...parseSignerSettings(c, where, chainId),
     };
   });
 }

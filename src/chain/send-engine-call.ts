@@ -1,22 +1,32 @@
 /**
  * The operator's writes to an engine (pause, unpause, deprecate; setFees, applyFeeChange,
- * cancelFeeChange), sent by the chain's deployer account (the engine owner). Transactions are signed
- * locally with the configured key.
+ * cancelFeeChange), sent by the chain's signer account (the engine owner) through the transaction
+ * sender (tx-sender.ts): recorded before broadcast, fees within the chain's cap, replaced when stuck.
  */
-import { type Address, BaseError, type Hash, type TransactionReceipt } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import {
+  type Address,
+  BaseError,
+  encodeFunctionData,
+  type Hash,
+  type TransactionReceipt,
+} from 'viem';
+import type { Queryable } from '../db/client.ts';
+import { createLogger, type Logger } from '../logger.ts';
 import type { ChainSettings } from './chains.ts';
 import { type ChainClient, type ChainWallet, createChainWallet } from './client.ts';
 import { yieldEngineAbi } from './generated/YieldEngine.ts';
+import { RemoteSignerError } from './remote-signer.ts';
+import { SignerError, signerAccount } from './signer.ts';
+import { createTxSender, TransactionFailedError } from './tx-sender.ts';
 
 export class OperatorError extends Error {
   override name = 'OperatorError';
 }
 
-/** The deployer's wallet on `chain`, or undefined when the chain has no deployer key configured. */
+/** The signer's wallet on `chain`, or undefined when the chain has no signer configured. */
 export function operatorWallet(chain: ChainSettings): ChainWallet | undefined {
-  if (!chain.deployerPrivateKey) return undefined;
-  return createChainWallet(chain, privateKeyToAccount(chain.deployerPrivateKey));
+  const account = signerAccount(chain);
+  return account ? createChainWallet(chain, account) : undefined;
 }
 
 /** One line for an operator: viem's short message, without its multi-line details. */
@@ -43,6 +53,15 @@ function callOf(call: EngineOperatorCall | SetFeesCall): { name: string; args: u
   return { name: 'setFees', args: [call.serviceFeeBps, call.partnerFeeBps] };
 }
 
+/** Where the operator's transactions are recorded, and where their progress is logged. */
+export interface SendContext {
+  db: Queryable;
+  /** Replacements and failures are logged here (default: warnings to stderr). */
+  logger?: Logger;
+  /** How long to wait for the receipt before leaving the transaction to the worker. */
+  timeoutMs?: number;
+}
+
 /**
  * Sends an operator call to an engine and waits for its receipt; throws when it fails. The receipt
  * carries the engine's events (e.g. FeeChangeScheduled or FeesUpdated after a setFees).
@@ -50,40 +69,60 @@ function callOf(call: EngineOperatorCall | SetFeesCall): { name: string; args: u
 export async function sendEngineCallReceipt(
   chain: ChainSettings,
   client: ChainClient,
-  params: { engine: Address; call: EngineOperatorCall | SetFeesCall },
+  params: { engine: Address; call: EngineOperatorCall | SetFeesCall; purpose?: string },
+  ctx: SendContext,
 ): Promise<TransactionReceipt> {
   const { engine } = params;
   const { name, args } = callOf(params.call);
-  const wallet = operatorWallet(chain);
-  if (!wallet) {
+  let account: ReturnType<typeof signerAccount>;
+  try {
+    account = signerAccount(chain);
+  } catch (err) {
+    if (err instanceof SignerError) throw new OperatorError(err.message);
+    throw err;
+  }
+  if (!account) {
     throw new OperatorError(
-      `chain ${chain.chainId} has no deployer_private_key configured: cannot send ${name}()`,
+      `chain ${chain.chainId} has no signer configured: cannot send ${name}() (set "signer" in CHAINS_FILE, see docs/going-live.md)`,
     );
   }
-  let hash: Hash;
+  const sender = createTxSender({
+    db: ctx.db,
+    chain,
+    client,
+    account,
+    log: ctx.logger ?? createLogger('warn', process.stderr),
+  });
+  const data = encodeFunctionData({
+    abi: yieldEngineAbi,
+    functionName: name,
+    args,
+  } as Parameters<typeof encodeFunctionData>[0]);
+  let id: string;
   try {
     // The gas estimate runs the call: a call the engine refuses fails here, its error decoded.
-    hash = await wallet.writeContract({
-      address: engine,
-      abi: yieldEngineAbi,
-      functionName: name,
-      args,
-    } as Parameters<typeof wallet.writeContract>[0]);
+    id = (
+      await sender.send({ to: engine, data, purpose: params.purpose ?? `${name}() on ${engine}` })
+    ).id;
   } catch (err) {
     throw new OperatorError(`${name}() on ${engine} failed: ${chainErrorMessage(err)}`);
   }
-  const receipt = await client.waitForTransactionReceipt({ hash, timeout: 120_000 });
-  if (receipt.status !== 'success') {
-    throw new OperatorError(`${name}() on ${engine} reverted (transaction ${hash})`);
+  try {
+    return await sender.waitMined(id, ctx.timeoutMs);
+  } catch (err) {
+    if (err instanceof TransactionFailedError || err instanceof RemoteSignerError) {
+      throw new OperatorError(err.message);
+    }
+    throw err;
   }
-  return receipt;
 }
 
 /** Sends an operator call to an engine and waits for its receipt; throws when it fails. */
 export async function sendEngineCall(
   chain: ChainSettings,
   client: ChainClient,
-  params: { engine: Address; call: EngineOperatorCall | SetFeesCall },
+  params: { engine: Address; call: EngineOperatorCall | SetFeesCall; purpose?: string },
+  ctx: SendContext,
 ): Promise<Hash> {
-  return (await sendEngineCallReceipt(chain, client, params)).transactionHash;
+  return (await sendEngineCallReceipt(chain, client, params, ctx)).transactionHash;
 }

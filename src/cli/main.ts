@@ -27,6 +27,7 @@ const COMMAND_GROUPS: Record<string, (program: Command, ctx: CommandContext) => 
     (await import('./portal-command.ts')).registerPortalCommand(program, ctx),
   embed: async (program, ctx) =>
     (await import('./embed-command.ts')).registerEmbedCommand(program, ctx),
+  tx: async (program, ctx) => (await import('./tx-command.ts')).registerTxCommand(program, ctx),
 };
 
 /** The service in the foreground: this process's signals and exit code are its own. */

@@ -9,6 +9,7 @@ import { type ChainClient, createChainClient } from '../chain/client.ts';
 import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
 import { OperatorError } from '../chain/send-engine-call.ts';
 import type { Config } from '../config.ts';
+import { createLogger } from '../logger.ts';
 import { configuredChains, localChainSettings } from '../sync/chain-runtime.ts';
 import { InvalidMoveError, type OperatorContext } from '../sync/lifecycle/operator-commands.ts';
 import { type CommandContext, CommandError } from './shared.ts';
@@ -71,7 +72,11 @@ export async function runOperatorCall<T>(
   const config = ctx.config();
   const chainFor = operatorChains(config);
   try {
-    return await ctx.withDatabase(config, (db) => call({ db, chainFor }));
+    // Replacements of a stuck transaction and failures reach the operator on stderr.
+    const logger = createLogger('warn', {
+      write: (line: string) => ctx.io.stderr.write(line),
+    } as never);
+    return await ctx.withDatabase(config, (db) => call({ db, chainFor, logger }));
   } catch (err) {
     if (err instanceof InvalidMoveError || err instanceof OperatorError) {
       throw new CommandError(err.message, err instanceof InvalidMoveError ? err.code : 'chain');

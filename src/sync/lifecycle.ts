@@ -13,6 +13,7 @@ import { hostname } from 'node:os';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
 import { confirmedBlock } from '../chain/confirmed-head.ts';
+import { signerAccount } from '../chain/signer.ts';
 import type { Database } from '../db/client.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo } from '../db/products.ts';
@@ -22,6 +23,7 @@ import type { Job } from '../worker/runner.ts';
 import { createActivation } from './lifecycle/activation.ts';
 import { createDeployer } from './lifecycle/deployer.ts';
 import { createStatusFollower } from './lifecycle/status-follower.ts';
+import { createSignerWatch } from './signer-watch.ts';
 
 export interface LifecycleOptions {
   db: Database;
@@ -61,6 +63,17 @@ export function createLifecycle(options: LifecycleOptions) {
     deploys: createProductDeploysRepo(db),
     activation,
     log,
+    db,
+    holder,
+  });
+  // Built once: a key file open to others or a missing variable stops the worker at start.
+  const signer = createSignerWatch({
+    db,
+    chain,
+    client,
+    account: signerAccount(chain),
+    log,
+    holder,
   });
   const statuses = createStatusFollower({
     db,
@@ -82,6 +95,13 @@ export function createLifecycle(options: LifecycleOptions) {
     const confirmed = await confirmedBlock(client, chain, head);
     const deployed = await deployer.deployPending(confirmed);
     const moved = confirmed >= 0n ? await statuses.follow(confirmed) : [];
+    // The operator's transactions: a failure here is logged and must not stop the round's work.
+    await signer.round().catch((err: unknown) => {
+      log.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'following the signer failed',
+      );
+    });
     return { leased: true, deployed, moved };
   }
 

@@ -277,3 +277,22 @@ poolGauge(
   (s) => s.waiting,
 );
 poolGauge('db_pool_max_connections', 'DATABASE_POOL_MAX of the pool.', (s) => s.max);
+
+/**
+ * The signer (deployer) account's balance per chain, in ether (a float: for alerting, not
+ * accounting). Set by the lifecycle worker at most once a minute per chain and after each mined
+ * transaction (src/sync/signer-watch.ts).
+ */
+export const signerBalance = new Gauge({
+  name: 'chain_signer_balance_ether',
+  help: "Balance of the chain's signer (deployer) account, in ether, by chain id and address.",
+  labelNames: ['chain_id', 'address'] as const,
+  registers: [registry],
+});
+
+export const transactionReplacements = new Counter({
+  name: 'chain_transaction_replacements_total',
+  help: 'Operator transactions replaced at the same nonce with bumped fees (not mined within replace_after_blocks), by chain id.',
+  labelNames: ['chain_id'] as const,
+  registers: [registry],
+});

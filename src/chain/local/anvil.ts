@@ -19,6 +19,8 @@ export interface StartAnvilOptions {
   chainId?: number;
   /** Number of funded dev accounts from the default mnemonic (default 20). */
   accounts?: number;
+  /** More anvil flags (e.g. `--mnemonic-random` for a signer process whose keys nothing else has). */
+  extraArgs?: string[];
 }
 
 export interface AnvilHandle {
@@ -72,6 +74,7 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
   if (options.genesisTimestamp !== undefined)
     args.push('--timestamp', String(options.genesisTimestamp));
   if (options.stateFile) args.push('--state', options.stateFile, '--preserve-historical-states');
+  if (options.extraArgs) args.push(...options.extraArgs);
 
   const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const port = await waitForListening(child);

@@ -8,6 +8,11 @@
  * deployment is forgotten (and redone) only when the node does not know it, it has no receipt,
  * and its nonce was taken by another transaction at a confirmed block (see resendOrForget). Once
  * the receipt is `confirmationDepth` blocks deep, activation takes over (activation.ts).
+ * A deployment still unmined `replace_after_blocks` blocks after it was signed is replaced at the
+ * same nonce with bumped fees (replaceIfStuck; earlier attempts kept, any may be the one mined).
+ * New deployments start only while this process holds the signer's nonce lease (the one the
+ * operator's transactions take, src/chain/tx-sender.ts), and their nonces are past the operator's
+ * pending transactions too: the CLI and the worker never hand out the same nonce.
  */
 import {
   type Address,
@@ -21,11 +26,21 @@ import {
 import type { ChainSettings } from '../../chain/chains.ts';
 import type { ChainClient, ChainWallet } from '../../chain/client.ts';
 import { engineConstructorArgs } from '../../chain/deploy.ts';
+import { bumpedFees, suggestedFees } from '../../chain/fees.ts';
 import { yieldEngineAbi, yieldEngineBytecode } from '../../chain/generated/YieldEngine.ts';
 import { chainErrorMessage, operatorWallet } from '../../chain/send-engine-call.ts';
+import {
+  nextNonce,
+  nonceLeaseName,
+  PROCESS_HOLDER,
+  transactionPolicy,
+} from '../../chain/tx-sender.ts';
+import type { Queryable } from '../../db/client.ts';
+import { createLeasesRepo } from '../../db/leases.ts';
 import type { ProductDeploysRepo } from '../../db/product-deploys.ts';
 import type { Product, ProductsRepo } from '../../db/products.ts';
 import type { Logger } from '../../logger.ts';
+import { transactionReplacements } from '../../telemetry/metrics.ts';
 import { isRetryable } from '../../worker/errors.ts';
 import type { Activation } from './activation.ts';
 
@@ -36,6 +51,10 @@ export interface DeployerDeps {
   deploys: ProductDeploysRepo;
   activation: Activation;
   log: Logger;
+  /** Where the nonce lease and the operator's pending transactions are. */
+  db: Queryable;
+  /** This worker in the nonce lease. */
+  holder?: string;
 }
 
 export function createDeployer(deps: DeployerDeps) {
@@ -79,11 +98,17 @@ export function createDeployer(deps: DeployerDeps) {
         operator: wallet.account.address,
       }),
     });
-    const request = await wallet.prepareTransactionRequest({ data, nonce });
+    // Fees within the chain's cap (signer-settings.ts), as for the operator's transactions; a
+    // deployment left unmined replace_after_blocks blocks is replaced (replaceIfStuck).
+    const [fees, head] = await Promise.all([
+      suggestedFees(client, transactionPolicy(chain).maxFeePerGas),
+      client.getBlockNumber({ cacheTime: 0 }),
+    ]);
+    const request = await wallet.prepareTransactionRequest({ data, nonce, ...fees });
     const raw = await wallet.signTransaction(request);
     const hash = keccak256(raw);
     // Not recorded: the product moved meanwhile, and the nonce stays free.
-    if (!(await store.recordSigned(p.id, hash, raw))) return { recorded: false, sent: false };
+    if (!(await store.recordSigned(p.id, hash, raw, head))) return { recorded: false, sent: false };
     log.info({ slug: p.slug, txHash: hash, nonce }, 'deploying engine');
     try {
       await broadcast(raw);
@@ -102,32 +127,107 @@ export function createDeployer(deps: DeployerDeps) {
    * nonce: it is rebroadcast, so a new one must not take it).
    */
   async function nextNonceFrom(address: Address): Promise<number> {
-    const [pendingCount, recorded] = await Promise.all([
-      client.getTransactionCount({ address, blockTag: 'pending' }),
-      store.inFlightRawTxs(chain.chainId),
-    ]);
-    let next = pendingCount;
-    for (const raw of recorded) {
-      const n = parseTransaction(raw).nonce;
-      if (n !== undefined && n + 1 > next) next = n + 1;
-    }
-    return next;
+    // The in-flight deployments and the operator's pending transactions (tx-sender.ts).
+    return nextNonce(deps.db, client, chain.chainId, address);
   }
+
+  const leases = createLeasesRepo(deps.db);
+  const holder = deps.holder ?? PROCESS_HOLDER;
 
   async function broadcast(raw: `0x${string}`): Promise<void> {
     await client.sendRawTransaction({ serializedTransaction: raw });
   }
 
+  /** The receipt of the current attempt or of any attempt it replaced, when one is mined. */
+  async function anyReceipt(p: Product, txHash: Hash) {
+    const current = await receiptOf(txHash);
+    if (current) return current;
+    for (const prior of (await store.attempts(p.id)).prior) {
+      const r = await receiptOf(prior);
+      if (r) return r;
+    }
+    return undefined;
+  }
+
+  const warnedAtCap = new Set<string>();
+
+  /**
+   * Replaces the current attempt at the same nonce with bumped fees (fees.ts) once it has waited
+   * replace_after_blocks blocks unmined; recorded before broadcast, like the first. Returns whether
+   * it replaced it. Not past the chain's cap: there it waits, logged once.
+   */
+  async function replaceIfStuck(p: Product, txHash: Hash): Promise<boolean> {
+    if (!wallet) return false;
+    const policy = transactionPolicy(chain);
+    const [{ sentBlock }, raw, head] = await Promise.all([
+      store.attempts(p.id),
+      store.rawTx(p.id),
+      client.getBlockNumber({ cacheTime: 0 }),
+    ]);
+    if (!raw || sentBlock === null || head - sentBlock < BigInt(policy.replaceAfterBlocks)) {
+      return false;
+    }
+    const t = parseTransaction(raw);
+    if (t.maxFeePerGas === undefined || t.maxPriorityFeePerGas === undefined) return false;
+    const next = bumpedFees(
+      { maxFeePerGas: t.maxFeePerGas, maxPriorityFeePerGas: t.maxPriorityFeePerGas },
+      await suggestedFees(client, policy.maxFeePerGas),
+      policy.maxFeePerGas,
+    );
+    if (!next) {
+      if (!warnedAtCap.has(txHash)) {
+        warnedAtCap.add(txHash);
+        log.warn(
+          { slug: p.slug, txHash, nonce: t.nonce, cap: policy.maxFeePerGas.toString() },
+          'engine deployment stuck at the fee cap: raise max_fee_per_gas_gwei for this chain, or wait for fees to fall',
+        );
+      }
+      return false;
+    }
+    const replacement = await wallet.signTransaction({
+      chainId: chain.chainId,
+      type: 'eip1559',
+      nonce: t.nonce,
+      gas: t.gas,
+      data: t.data,
+      value: t.value ?? 0n,
+      ...next,
+    } as never);
+    const hash = keccak256(replacement);
+    if (
+      !(await store.recordReplacement(p.id, txHash, {
+        txHash: hash,
+        raw: replacement,
+        sentBlock: head,
+      }))
+    ) {
+      return false; // the product moved, or another worker replaced it first
+    }
+    transactionReplacements.inc({ chain_id: String(chain.chainId) });
+    log.warn(
+      {
+        slug: p.slug,
+        nonce: t.nonce,
+        previousTxHash: txHash,
+        txHash: hash,
+        maxFeePerGas: next.maxFeePerGas.toString(),
+        maxPriorityFeePerGas: next.maxPriorityFeePerGas.toString(),
+      },
+      `engine deployment not mined after ${policy.replaceAfterBlocks} blocks: replaced with higher fees`,
+    );
+    try {
+      await broadcast(replacement);
+    } catch (err) {
+      log.warn({ slug: p.slug, txHash: hash, err: chainErrorMessage(err) }, 'broadcast failed');
+    }
+    return true;
+  }
+
   /** Follows a recorded deployment; returns true when the product moved to active. */
   async function followDeployment(p: Product, txHash: Hash, confirmed: bigint): Promise<boolean> {
-    let receipt: Awaited<ReturnType<ChainClient['getTransactionReceipt']>> | undefined;
-    try {
-      receipt = await client.getTransactionReceipt({ hash: txHash });
-    } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
-    }
+    const receipt = await anyReceipt(p, txHash);
     if (!receipt) {
-      await resendOrForget(p, txHash, confirmed);
+      if (!(await replaceIfStuck(p, txHash))) await resendOrForget(p, txHash, confirmed);
       return false;
     }
     if (receipt.status !== 'success' || !receipt.contractAddress) {
@@ -192,7 +292,7 @@ export function createDeployer(deps: DeployerDeps) {
         from && confirmed >= 0n
           ? await client.getTransactionCount({ address: from, blockNumber: confirmed })
           : undefined;
-      if (used !== undefined && used > nonce && !(await receiptOf(txHash))) {
+      if (used !== undefined && used > nonce && !(await anyReceipt(p, txHash))) {
         log.warn(
           { slug: p.slug, txHash, err: chainErrorMessage(err) },
           'deployment transaction was never mined and its nonce is used: deploying anew',
@@ -216,32 +316,46 @@ export function createDeployer(deps: DeployerDeps) {
     // After a failed broadcast no further deployment starts this tick: each would only add to the
     // nonce gap behind the one the node refused (the next tick rebroadcasts it first).
     let canStart = true;
-    for (const p of pending) {
-      if (held.has(p.id) && !p.deployTxHash) continue;
-      try {
-        const txHash = p.deployTxHash;
-        if (!txHash) {
-          // A deployment just broadcast is followed from the next tick on: it cannot be
-          // `confirmationDepth` blocks deep yet, and the node may not even have mined it.
-          if (!wallet) {
-            warnNoDeployer(p);
+    let leaseName: string | undefined;
+    try {
+      for (const p of pending) {
+        if (held.has(p.id) && !p.deployTxHash) continue;
+        try {
+          const txHash = p.deployTxHash;
+          if (!txHash) {
+            // A deployment just broadcast is followed from the next tick on: it cannot be
+            // `confirmationDepth` blocks deep yet, and the node may not even have mined it.
+            if (!wallet) {
+              warnNoDeployer(p);
+              continue;
+            }
+            if (!canStart) continue;
+            if (!leaseName) {
+              // Another process (an operator command) is sending: start deployments next tick.
+              const name = nonceLeaseName(chain.chainId, wallet.account.address);
+              if (!(await leases.acquire(name, holder, 30_000))) {
+                canStart = false;
+                continue;
+              }
+              leaseName = name;
+            }
+            nextNonce ??= await nextNonceFrom(wallet.account.address);
+            const started = await startDeployment(wallet, p, nextNonce);
+            if (started.recorded) nextNonce += 1;
+            if (started.recorded && !started.sent) canStart = false;
             continue;
           }
-          if (!canStart) continue;
-          nextNonce ??= await nextNonceFrom(wallet.account.address);
-          const started = await startDeployment(wallet, p, nextNonce);
-          if (started.recorded) nextNonce += 1;
-          if (started.recorded && !started.sent) canStart = false;
-          continue;
+          if (await followDeployment(p, txHash, confirmed)) deployed.push(p.slug);
+        } catch (err) {
+          // A dropped database connection or an RPC hiccup is retried next tick: a warning.
+          log[isRetryable(err) ? 'warn' : 'error'](
+            { slug: p.slug, err: chainErrorMessage(err) },
+            'deployment step failed',
+          );
         }
-        if (await followDeployment(p, txHash, confirmed)) deployed.push(p.slug);
-      } catch (err) {
-        // A dropped database connection or an RPC hiccup is retried next tick: a warning.
-        log[isRetryable(err) ? 'warn' : 'error'](
-          { slug: p.slug, err: chainErrorMessage(err) },
-          'deployment step failed',
-        );
       }
+    } finally {
+      if (leaseName) await leases.release(leaseName, holder);
     }
     return deployed;
   }

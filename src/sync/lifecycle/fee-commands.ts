@@ -79,10 +79,16 @@ export async function changeProductFees(
     throw new InvalidMoveError(`cannot change the fees of ${slug}: it is deprecated`);
   }
   const { chain, client } = await ctx.chainFor(p.chainId);
-  const receipt = await sendEngineCallReceipt(chain, client, {
-    engine: p.engineAddress as `0x${string}`,
-    call: fees,
-  });
+  const receipt = await sendEngineCallReceipt(
+    chain,
+    client,
+    {
+      engine: p.engineAddress as `0x${string}`,
+      call: fees,
+      purpose: `set fees ${slug} ${fees.serviceFeeBps}/${fees.partnerFeeBps} bps`,
+    },
+    ctx,
+  );
   const names = receipt.logs
     .filter((l) => l.address.toLowerCase() === p.engineAddress?.toLowerCase())
     .map((l) => {
@@ -111,7 +117,12 @@ export async function applyProductFeeChange(
     const at = new Date(Number(scheduled.effectiveAt) * 1000).toISOString();
     throw new InvalidMoveError(`the fee change of ${slug} may apply from ${at}, not before`);
   }
-  const receipt = await sendEngineCallReceipt(chain, client, { engine, call: 'applyFeeChange' });
+  const receipt = await sendEngineCallReceipt(
+    chain,
+    client,
+    { engine, call: 'applyFeeChange', purpose: `apply fee change ${slug}` },
+    ctx,
+  );
   return { ...(await feesOf(ctx, p)), txHash: receipt.transactionHash, result: 'applied' };
 }
 
@@ -126,6 +137,11 @@ export async function cancelProductFeeChange(
   if (!(await readScheduledFeeChange(client, { engine }))) {
     throw new InvalidMoveError(`${slug} has no scheduled fee change`);
   }
-  const receipt = await sendEngineCallReceipt(chain, client, { engine, call: 'cancelFeeChange' });
+  const receipt = await sendEngineCallReceipt(
+    chain,
+    client,
+    { engine, call: 'cancelFeeChange', purpose: `cancel fee change ${slug}` },
+    ctx,
+  );
   return { ...(await feesOf(ctx, p)), txHash: receipt.transactionHash, result: 'cancelled' };
 }

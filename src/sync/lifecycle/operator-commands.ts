@@ -14,6 +14,7 @@ import { readEngineFlags } from '../../chain/read-engine-flags.ts';
 import { type EngineOperatorCall, sendEngineCall } from '../../chain/send-engine-call.ts';
 import type { Database } from '../../db/client.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../db/products.ts';
+import type { Logger } from '../../logger.ts';
 import { applyPauseReasons } from './status.ts';
 
 export class InvalidMoveError extends Error {
@@ -26,6 +27,8 @@ export interface OperatorContext {
   /** The chain of the product and its client; resolved by the caller. */
   chainFor(chainId: number): Promise<{ chain: ChainSettings; client: ChainClient }>;
   now?: () => Date;
+  /** Where transaction progress (replacements, failures) is logged; default stderr, warnings. */
+  logger?: Logger;
 }
 
 export interface OperatorOutcome {
@@ -70,7 +73,8 @@ async function callUnless(
 ): Promise<`0x${string}` | undefined> {
   const { chain, client } = await ctx.chainFor(p.chainId);
   if (done(await readEngineFlags(client, { engine }))) return undefined;
-  return sendEngineCall(chain, client, { engine, call });
+  const purpose = `${call === 'unpause' ? 'resume' : call} ${p.slug}`;
+  return sendEngineCall(chain, client, { engine, call, purpose }, ctx);
 }
 
 export async function pauseProduct(ctx: OperatorContext, slug: string): Promise<OperatorOutcome> {

@@ -94,6 +94,10 @@ interface OpenRequest {
   shares: bigint;
   uShares: bigint;
   settleAt: number;
+  /** The idle asset the request took (reserved), its fee-free base and the fee in force then. */
+  idle: bigint;
+  base: bigint;
+  feeBps: bigint;
 }
 
 interface Model {
@@ -463,7 +467,9 @@ class SeedRun {
     let preview: Read<bigint> | undefined;
     let amount = 0n;
     let owed: Read<bigint> | undefined;
+    let stayValue: Read<bigint> | undefined;
     let expectedUShares = 0n;
+    let expectedIdle = 0n;
     const balance = m.balances.get(actor) ?? 0n;
     const feeTotal = m.fees.s + m.fees.p;
     const serviceFee = feeTotal === 0n ? 0n : (pre.pendingFeeShares() * m.fees.s) / feeTotal;
@@ -593,6 +599,7 @@ class SeedRun {
         if (!r) return this.skip();
         expectOk = r.uShares === 0n || (r.settleAt <= lane().fx.now && !m.exitsHalted);
         owed = b.call<bigint>(m.vault, vaultAbi, 'convertToAssets', [r.uShares], { block: P });
+        stayValue = engB('convertToAssets', [r.shares]);
         txs.push({
           from: r.controller,
           to: m.engine,
@@ -702,13 +709,15 @@ class SeedRun {
     if (op.kind === 'mint')
       expectOk = amount <= pre.maxMint() && (preview?.() ?? 0n) <= pre.assetOfActor();
     if (op.kind === 'request') {
-      expectedUShares = uConvertToShares(preview?.() ?? 0n);
-      // Dust (worth no underlying share) is a request too: claimable at once, paying nothing.
-      expectOk =
-        m.isAsync &&
-        amount > 0n &&
-        amount <= balance + ownPendingFee &&
-        expectedUShares <= pre.held();
+      // The request takes its share of the idle asset (of the supply after the call's accrual)
+      // and the underlying shares worth the rest of its value, capped by those held (issue #28:
+      // the last holder can request everything, whatever the split).
+      const value = preview?.() ?? 0n;
+      const supply = pre.activeSupply() + pre.pendingFeeShares();
+      expectedIdle = supply === 0n ? 0n : min((pre.idle() * amount) / supply, value);
+      expectedUShares = min(uConvertToShares(value - expectedIdle), pre.held());
+      // Dust (worth no underlying share) is a request too: claimable at once, paying its idle part.
+      expectOk = m.isAsync && amount > 0n && amount <= balance + ownPendingFee;
     }
 
     // ---- mine
@@ -726,6 +735,7 @@ class SeedRun {
       held: engC('heldUnderlyingShares'),
       pending: engC('pendingUnderlyingShares'),
       escrowed: engC('escrowedShares'),
+      reserved: engC('reservedAssets'),
       mark: engC('highWaterMark'),
       pendingFeeShares: engC('pendingFeeShares'),
       s: c.call<number>(m.engine, engineAbi, 'serviceFeeBps'),
@@ -748,6 +758,15 @@ class SeedRun {
               m.engine,
               engineAbi,
               'redeemRequest',
+              [pre.nextRequestId()],
+            )
+          : undefined,
+      terms:
+        op.kind === 'request'
+          ? c.call<{ idleAssets: bigint; baseAssets: bigint; feeBps: bigint }>(
+              m.engine,
+              engineAbi,
+              'requestTerms',
               [pre.nextRequestId()],
             )
           : undefined,
@@ -804,7 +823,10 @@ class SeedRun {
     // ---- per-op checks
     const ev = (name: string) => logs.filter((l) => l.eventName === name);
     // A round trip's second call accrues again (the deposit grew the supply): the model is of the first.
-    const fee = engineLogs(receipts[0]?.logs ?? [], m.engine).filter(
+    // A claim's request fee (issue #28) is minted after RequestFeeCharged: checked with the claim.
+    const firstLogs = engineLogs(receipts[0]?.logs ?? [], m.engine);
+    const requestFeeAt = firstLogs.findIndex((l) => l.eventName === 'RequestFeeCharged');
+    const fee = (requestFeeAt < 0 ? firstLogs : firstLogs.slice(0, requestFeeAt)).filter(
       (l) => l.eventName === 'FeesAccrued',
     );
     if (ok && accrues) {
@@ -907,21 +929,63 @@ class SeedRun {
             expectedUShares,
             'request takes the underlying shares its engine shares are worth',
           );
+          const terms = post.terms?.();
+          this.eq(
+            terms?.idleAssets ?? -1n,
+            expectedIdle,
+            'request takes its share of the idle asset',
+          );
+          // Fee-free base: the value at request, or at the high-water mark when below it.
+          const base = max(preview?.() ?? 0n, (amount * post.mark()) / PRICE_SCALE);
+          this.eq(terms?.baseAssets ?? -1n, base, 'request base = max(value, value at the mark)');
+          this.eq(terms?.feeBps ?? -1n, m.fees.s + m.fees.p, 'request keeps the fee in force');
           m.requests.set(id, {
             id,
             controller: actor,
             shares: amount,
             uShares: expectedUShares,
             settleAt: lane().fx.now - 1 + (expectedUShares === 0n ? 0 : SETTLEMENT),
+            idle: expectedIdle,
+            base,
+            feeBps: m.fees.s + m.fees.p,
           });
           break;
         }
         case 'claim': {
           const r = m.requests.get(op.id) as OpenRequest;
           const e = ev('Withdraw')[0]?.args ?? {};
-          this.eq(e.assets as bigint, owed?.() ?? -1n, 'a claim pays exactly what it owes');
+          // The fee rule on requests (docs/engine.md): gross = idle part + what the underlying
+          // shares pay; the fee is the lower fee (at request, at claim) on the gross above the
+          // base; and the due never exceeds the shares' worth at the pool's real price.
+          const gross = r.idle + (owed?.() ?? 0n);
+          const bps = min(r.feeBps, m.fees.s + m.fees.p);
+          let due = gross > r.base ? gross - ((gross - r.base) * bps) / BPS : gross;
+          const poolSupply = pre.activeSupply() + pre.pendingFeeShares();
+          if (poolSupply > 0n) due = min(due, (r.shares * pre.activeAssets()) / poolSupply);
+          this.eq(e.assets as bigint, due, 'a claim pays exactly its due under the fee rule');
           this.eq(e.shares as bigint, r.shares, 'a claim burns the request shares');
-          this.eq(deltaReceiver, owed?.() ?? -1n, 'the receiver gets exactly what is owed');
+          this.eq(deltaReceiver, due, 'the receiver gets exactly its due');
+          const paid = e.assets as bigint;
+          // Requesting early never beats staying in the pool after fees: the claim is at most
+          // what the same shares are worth in the pool at the claim (real price: cross-multiplied).
+          if (poolSupply > 0n)
+            this.check(
+              paid * poolSupply <= r.shares * pre.activeAssets(),
+              'requesting early never beats staying in the pool after fees',
+              () => `${paid} vs pool ${stayValue?.()}`,
+            );
+          // ... and the fee taken is at least the fee on the request's own yield.
+          const charged = ev('RequestFeeCharged')[0]?.args ?? {};
+          const feeTaken = gross - paid;
+          this.eq(
+            (charged.feeAssets as bigint | undefined) ?? 0n,
+            feeTaken,
+            'RequestFeeCharged = gross - paid',
+          );
+          this.check(
+            gross <= r.base || feeTaken >= ((gross - r.base) * bps) / BPS,
+            'a request pays the fee on its yield',
+          );
           m.requests.delete(op.id);
           break;
         }
@@ -972,19 +1036,22 @@ class SeedRun {
     let sum = post.engineOwnShares();
     for (const h of HOLDERS) sum += post.balances.get(h)?.() ?? 0n;
     this.eq(sum, post.totalSupply(), 'sum of balances = total supply');
-    this.eq(post.idle(), post.assetOfEngine(), 'idle = asset balance');
+    this.eq(post.idle(), post.assetOfEngine() - post.reserved(), 'idle = asset balance - reserved');
     this.eq(post.held(), post.uOfEngine(), 'held = underlying share balance');
     this.eq(
       post.totalAssets(),
-      post.idle() + heldValue() + pendingValue(),
-      'total assets = idle + value of held and pending underlying shares',
+      post.idle() + heldValue() + pendingValue() + post.reserved(),
+      'total assets = idle + value of held and pending underlying shares + reserved',
     );
     let openU = 0n;
     let openShares = 0n;
+    let openIdle = 0n;
     for (const r of m.requests.values()) {
       openU += r.uShares;
       openShares += r.shares;
+      openIdle += r.idle;
     }
+    this.eq(post.reserved(), openIdle, 'reserved asset = idle parts of open requests');
     this.eq(post.pending(), openU, 'pending underlying shares = sum of open requests');
     this.eq(post.escrowed(), openShares, 'escrowed shares = sum of open requests');
     this.check(post.engineOwnShares() >= post.escrowed(), 'escrow held by the engine');

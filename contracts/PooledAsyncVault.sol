@@ -47,6 +47,7 @@ contract PooledAsyncVault is YieldVault {
 
     function requestRedeem(uint256 shares, address controller, address owner_) external returns (uint256) {
         if (shares == 0) revert ZeroShares();
+        accrue();
         if (msg.sender != owner_) _spendAllowance(owner_, msg.sender, shares);
         _transfer(owner_, address(this), shares);
         pendingShares[controller] += shares;
@@ -94,6 +95,9 @@ contract PooledAsyncVault is YieldVault {
 
     function redeem(uint256 shares, address receiver, address controller) public override returns (uint256 assets) {
         if (msg.sender != controller) revert Unauthorized(msg.sender, controller);
+        // Interest is minted on the whole balance, set-aside assets included (they go to the pool):
+        // accrue before they leave, so that a claim never moves the share price.
+        accrue();
         uint256 max = maxRedeem(controller);
         if (shares > max) revert ERC4626ExceededMaxRedeem(controller, shares, max);
         uint256 cs = claimableShares[controller];

@@ -346,8 +346,10 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
 
     // ---------------------------------------------------------------- fees
 
+    /// @notice Charges the fee due; on a pooled-id underlying also settles what it made claimable.
     function accrueFees() external nonReentrant {
         _accrueFees();
+        _settleUpstream();
     }
 
     function _accrueFees() internal {
@@ -674,8 +676,8 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     }
 
     /// @notice Pooled scheme: redeems whatever the underlying has made claimable and records the
-    /// checkpoint, so that the requests it covers become claimable. Every entry point does this
-    /// first; anyone may call it (a keeper calling it after each upstream fulfilment keeps the
+    /// checkpoint, so that the requests it covers become claimable. Every request, claim and
+    /// `accrueFees()` does this after its accrual; anyone may call it (a keeper calling it after each upstream fulfilment keeps the
     /// settlement prices of successive fulfilments apart).
     function settleRequests() external nonReentrant {
         _accrueFees();

@@ -34,12 +34,16 @@ interface IERC165Probe {
 /// charges a fee on yield only, split between the service and the partner.
 ///
 /// Accounting
-/// - `totalAssets()` = idle asset + value (underlying `convertToAssets`) of the underlying shares held
-///   and of those pending in asynchronous redeem requests.
+/// - `totalAssets()` = the active pool + what open asynchronous redeem requests hold: the value
+///   (underlying `convertToAssets`) of their underlying shares not yet redeemed, and the asset
+///   reserved for them (`reservedAssets`: the idle part each request took, and on a pooled-id
+///   underlying what its settled shares were redeemed for).
 /// - Open asynchronous redeem requests are set apart: their engine shares (escrowed in the engine,
-///   still in `totalSupply()`) and their underlying shares (in the underlying's redeem escrow) form
-///   no part of the share price, the fee or the conversions. Each request is settled by exactly what
-///   its own underlying request pays, never from the other holders' assets.
+///   still in `totalSupply()`), underlying shares and reserved asset form no part of the share price,
+///   the fee or the conversions. Each request is paid from what its own shares settled for (per
+///   request id, or its interval of a pooled id's queue, each part at its own fulfilment's price),
+///   never from the other holders' assets, less the fee on the yield it earned while waiting
+///   (docs/engine.md, "The fee on requests").
 /// - The share price, fees and conversions use the active pool: `activeAssets()` = idle + value of
 ///   the held underlying shares, over `activeSupply()` = `totalSupply()` - escrowed shares (plus the
 ///   fee shares not yet minted).
@@ -190,7 +194,6 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     error NotController(uint256 requestId, address caller);
     error AlreadyClaimed(uint256 requestId);
     error NotClaimable(uint256 requestId);
-    error ExceedsUnderlying(uint256 underlyingShares, uint256 held);
     error ClaimShortfall(uint256 requestId, uint256 owed, uint256 received);
     error WrongAsset(address expected, address actual);
     error RenounceDisabled();

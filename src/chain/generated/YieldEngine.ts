@@ -290,22 +290,6 @@ export const yieldEngineAbi = [
     "type": "error"
   },
   {
-    "inputs": [
-      {
-        "internalType": "uint256",
-        "name": "underlyingShares",
-        "type": "uint256"
-      },
-      {
-        "internalType": "uint256",
-        "name": "held",
-        "type": "uint256"
-      }
-    ],
-    "name": "ExceedsUnderlying",
-    "type": "error"
-  },
-  {
     "inputs": [],
     "name": "ExpectedPause",
     "type": "error"

@@ -172,7 +172,7 @@ const settings = {
   },
   CHAINS_FILE: {
     describe:
-      'JSON file listing the chains to follow (chain_id, name, rpc_urls, confirmation_depth, block_range_limit, evm, deployer_private_key). Unset: the embedded local anvil chain.',
+      'JSON file listing the chains to follow (chain_id, name, rpc_urls, confirmation_depth or finality (`finalized`/`safe`), block_range_limit, evm, deployer_private_key). Unset: the embedded local anvil chain. Per-network settings, providers and quotas: docs/operations.md#chains-and-providers.',
     expects: 'a path to a readable JSON file',
     parse: nonEmpty,
   },

@@ -87,7 +87,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
   const secretBox = createSecretBox(masterKeyFor(config));
   const sender = createConfiguredSender(config);
-  const redis: Redis | undefined = config.REDIS_URL ? createRedis(config.REDIS_URL) : undefined;
+  const redis: Redis | undefined = config.REDIS_URL
+    ? createRedis(config.REDIS_URL, { logger })
+    : undefined;
   const mailer = await mailerFromConfig(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
@@ -225,16 +227,40 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       stop() {
         stopping ??= (async () => {
           stopRequested = true;
+          // Work stuck on a peer that will not answer (a database connection gone silent, an RPC
+          // node that accepts and never replies) would hold the stop until the hard exit. Past
+          // half the shutdown timeout what is still in flight is cut or left behind, and the stop
+          // goes on: HTTP connections are closed (their clients retry), database connections
+          // destroyed (their queries reject), and jobs still running are no longer waited for:
+          // their leases expire and another worker redoes their work, as after a kill (every job
+          // is idempotent or claims under a lease; docs/operations.md).
+          let cutReached: () => void = () => {};
+          const cutting = new Promise<void>((resolve) => {
+            cutReached = resolve;
+          });
+          const cut = setTimeout(() => {
+            logger.warn(
+              { afterMs: config.SHUTDOWN_TIMEOUT_MS / 2 },
+              'shutdown: cutting the connections of work still in flight and leaving running jobs to their leases',
+            );
+            app?.server.closeAllConnections();
+            db.interrupt?.();
+            cutReached();
+          }, config.SHUTDOWN_TIMEOUT_MS / 2);
+          cut.unref();
           // app.close() stops accepting connections and waits for in-flight requests. A chain
           // still starting cannot be interrupted: wait for it, then stop it.
           await Promise.all([app?.close(), ready.catch(() => {})]);
-          await worker?.stop();
-          await sender.close();
+          await Promise.race([worker?.stop(), cutting]);
+          await Promise.race([sender.close(), cutting]);
           mailer.close();
           await runtime?.stop();
           await metrics?.close();
           unregisterCollectors?.();
-          await Promise.all([db.close(), redis?.quit()]);
+          // QUIT on a connection that is already closed rejects ("Connection is closed."): nothing
+          // is left to close then, and a clean stop must not end as a failed one (#33).
+          await Promise.all([db.close(), redis?.quit().catch(() => redis.disconnect())]);
+          clearTimeout(cut);
         })();
         return stopping;
       },

@@ -4,10 +4,18 @@
  * of queueing without bound, so a request never hangs on it.
  */
 import { Redis } from 'ioredis';
+import type { Logger } from './logger.ts';
+import { watchRedis } from './redis-watchdog.ts';
 
 export type { Redis };
 
-export function createRedis(url: string, options: { keyPrefix?: string } = {}): Redis {
+/** How long a command, or a connection's silence, may last before it counts as failed. */
+const REDIS_DEADLINE_MS = 1000;
+
+export function createRedis(
+  url: string,
+  options: { keyPrefix?: string; logger?: Logger } = {},
+): Redis {
   const client = new Redis(url, {
     keyPrefix: options.keyPrefix,
     maxRetriesPerRequest: 1,
@@ -15,16 +23,41 @@ export function createRedis(url: string, options: { keyPrefix?: string } = {}): 
     enableOfflineQueue: true,
     connectTimeout: 2000,
     // A Redis that accepts but does not answer (hung, overloaded) holds no request longer.
-    commandTimeout: 1000,
+    commandTimeout: REDIS_DEADLINE_MS,
+    // And such a connection is then replaced: destroyed once a command has waited this long for
+    // any byte, then reconnected (see src/redis-watchdog.ts for the idle and handshake cases).
+    socketTimeout: REDIS_DEADLINE_MS,
     // Reconnect with a capped backoff for as long as the process lives.
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
   // Once connected, a command issued while Redis is away fails at once instead of waiting in the
-  // offline queue for a reconnection: the callers fail open (rate limits, docs/operations.md), and
-  // a request must not wait seconds per command. Measured by test/ops/faults.test.ts: with the
+  // offline queue for a reconnection: the callers count in memory instead (src/api/fixed-window.ts),
+  // and a request must not wait seconds per command. Measured by test/ops/faults.test.ts: with the
   // queue, each API request took ~3 s during a Redis outage.
   client.once('ready', () => {
     client.options.enableOfflineQueue = false;
   });
+  reportConnection(client, options.logger);
+  watchRedis(client, { intervalMs: REDIS_DEADLINE_MS, deadlineMs: 2 * REDIS_DEADLINE_MS });
   return client;
+}
+
+/**
+ * The connection's errors, once per outage: a warn when it is lost (the first error), an info when
+ * it is ready again. Without a listener ioredis writes every reconnection failure to stderr as
+ * "Unhandled error event", several a second during an outage; the requests it fails say the rest
+ * (src/api/outage.ts).
+ */
+function reportConnection(client: Redis, logger: Logger | undefined): void {
+  let lostAt: number | undefined;
+  client.on('error', (err: Error) => {
+    if (lostAt !== undefined) return;
+    lostAt = Date.now();
+    logger?.warn({ err }, 'redis connection lost; reconnecting');
+  });
+  client.on('ready', () => {
+    if (lostAt === undefined) return;
+    logger?.info({ downMs: Date.now() - lostAt }, 'redis connection ready again');
+    lostAt = undefined;
+  });
 }

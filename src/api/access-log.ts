@@ -1,12 +1,15 @@
 /**
  * One access-log line per request, with only fields that cannot carry a secret: never headers,
- * and a URL whose credentials (an API key or a portal sign-in token in the query) are redacted.
+ * and a URL whose credentials (an API key or a portal sign-in token in the query, anything
+ * key-shaped anywhere) are redacted.
  * The same hook records the request metrics when they are on (src/api/http-metrics.ts): one hook
  * reads the route, status and latency once for both, so metrics add a map update per request and
  * no hook of their own.
  */
 import type { BaseApp } from './fastify-app.ts';
 import { recordRequestMetrics } from './http-metrics.ts';
+import { redactKeyShaped } from './key-shapes.ts';
+import { isOutageAnswer } from './outage.ts';
 
 /** Query parameter names whose values are credentials (compared decoded and lower-cased). */
 const SECRET_QUERY_PARAMS = new Set([
@@ -31,11 +34,13 @@ const decodedName = (name: string) => {
 
 /**
  * The URL as logged: the value of every credential-bearing query parameter replaced by
- * `[redacted]`. Names are compared decoded (`api%5Fkey` is `api_key`); the rest is kept verbatim.
+ * `[redacted]`, and anything key-shaped elsewhere (a key sent in the path, in another
+ * parameter) too (key-shapes.ts). Names are compared decoded (`api%5Fkey` is `api_key`); the rest
+ * is kept verbatim.
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url;
+  if (q < 0) return redactKeyShaped(url);
   const query = url
     .slice(q + 1)
     .split('&')
@@ -45,7 +50,7 @@ export function redactUrl(url: string): string {
       return SECRET_QUERY_PARAMS.has(decodedName(name)) ? `${name}=[redacted]` : pair;
     })
     .join('&');
-  return `${url.slice(0, q)}?${query}`;
+  return redactKeyShaped(`${url.slice(0, q)}?${query}`);
 }
 
 export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = {}): void {
@@ -57,7 +62,9 @@ export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = 
     const elapsedMs = reply.elapsedTime;
     // A 5xx is logged at error level (with the request id, as every line of a request), except
     // the readiness probe's 503: "not ready yet" is its normal answer while the service starts.
-    const level = status < 500 ? 'info' : config?.probe ? 'warn' : 'error';
+    // An outage's 503s are logged once per outage (outage.ts), so their lines stay at info.
+    const level =
+      status < 500 || isOutageAnswer(request) ? 'info' : config?.probe ? 'warn' : 'error';
     request.log[level](
       {
         method: request.method,

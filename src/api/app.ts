@@ -30,6 +30,7 @@ import { positionRoute } from './routes/position.ts';
 import { productHealthRoute } from './routes/product-health.ts';
 import { productsRoutes } from './routes/products.ts';
 import { yieldCalcRoute } from './routes/yield-calc.ts';
+import { installTextCheck } from './text-check.ts';
 
 export type { ChainEntries } from './dependencies.ts';
 
@@ -91,6 +92,7 @@ export async function buildApp(deps: AppDeps) {
   installGracefulClose(base);
   installAccessLog(base, { metrics: deps.httpMetrics === true });
   installErrorMapping(base);
+  installTextCheck(base);
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
 
   // Registered before the routes it describes.

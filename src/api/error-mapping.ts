@@ -4,7 +4,8 @@
  *
  * - through a route: ApiErrors carry their code; schema validation failures and errors Fastify
  *   raises (body parsing, limits) are mapped onto catalogue codes; anything else is 500
- *   internal_error, logged at error level with the request id;
+ *   internal_error, logged at error level with the request id, except an unreachable database or
+ *   Redis: 503 service_unavailable with Retry-After, logged once per outage (outage.ts);
  * - in the router, before any route runs (a malformed URL, an over-long path parameter):
  *   `frameworkErrors`;
  * - in Node's HTTP parser, before there is a request at all (bytes that are not HTTP, a control
@@ -18,6 +19,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../logger.ts';
 import { ApiError, ERROR_CATALOGUE, type ErrorCode, envelope } from './errors.ts';
 import type { BaseApp } from './fastify-app.ts';
+import { createOutageLog, markOutageAnswer, OUTAGE_RETRY_AFTER_S, outageOf } from './outage.ts';
 import { nextRequestId, REQUEST_ID_HEADER } from './request-id.ts';
 
 /** Maps errors raised by Fastify itself (parsing, limits) onto catalogue codes. */
@@ -87,7 +89,22 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   sendEnvelope(r, code, code === 'not_found' ? 'No such route.' : undefined);
 }
 
+/**
+ * The answer to a request that failed because the database or Redis is unreachable: 503
+ * service_unavailable with Retry-After, the outage logged once (src/api/outage.ts). False when
+ * `err` is no outage.
+ */
+export function answerOutage(err: unknown, request: FastifyRequest, reply: FastifyReply): boolean {
+  const dependency = outageOf(err);
+  if (!dependency) return false;
+  request.server.outages.report(dependency, err);
+  markOutageAnswer(request);
+  reply.header('retry-after', String(OUTAGE_RETRY_AFTER_S));
+  return true;
+}
+
 export function installErrorMapping(app: BaseApp): void {
+  app.decorate('outages', createOutageLog(app.log));
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof ApiError) {
       reply.headers(err.headers);
@@ -104,6 +121,13 @@ export function installErrorMapping(app: BaseApp): void {
     }
     const mapped = codeForFrameworkError(err);
     if (mapped) return sendEnvelope(reply, mapped);
+    if (answerOutage(err, request, reply)) {
+      return sendEnvelope(
+        reply,
+        'service_unavailable',
+        `Storage is unreachable; retry after ${OUTAGE_RETRY_AFTER_S} seconds.`,
+      );
+    }
     request.log.error({ err }, 'unhandled error');
     return sendEnvelope(reply, 'internal_error');
   });

@@ -59,6 +59,8 @@ export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 export class ApiError extends Error {
   override name = 'ApiError';
   readonly status: number;
+  /** The same status under the name Fastify and the portal's error page read. */
+  readonly statusCode: number;
   constructor(
     readonly code: ErrorCode,
     message?: string,
@@ -67,6 +69,7 @@ export class ApiError extends Error {
   ) {
     super(message ?? ERROR_CATALOGUE[code].message);
     this.status = ERROR_CATALOGUE[code].status;
+    this.statusCode = this.status;
   }
 }
 

@@ -69,3 +69,33 @@ export function createRedisCounter(redis: Redis, prefix = 'pys:fw:'): FixedWindo
     },
   };
 }
+
+/**
+ * The counter while Redis may be away: Redis's shared count when its connection is up and answers,
+ * else this process's own memory (`local`). Budgets then hold per process instead of across
+ * processes (with N API processes a key gets at most N times its budget), rather than not at all:
+ * before, every request went uncounted while Redis was unreachable (#33; docs/operations.md).
+ * Windows counted locally are forgotten once Redis is back; Redis's own count resumes.
+ */
+export function createFallbackCounter(
+  redis: Redis,
+  prefix: string,
+  local: FixedWindowCounter,
+): FixedWindowCounter {
+  const shared = createRedisCounter(redis, prefix);
+  return {
+    async hit(key, windowMs) {
+      // Not connected: straight to memory, no command waits on a connection being re-established.
+      // Before the first connection, commands wait for it (src/redis.ts's offline queue), so that
+      // a process that just started counts in Redis from its first request.
+      if (redis.status === 'ready' || redis.options.enableOfflineQueue) {
+        try {
+          return await shared.hit(key, windowMs);
+        } catch {
+          // Unreachable or silent (the command timed out): counted here instead.
+        }
+      }
+      return local.hit(key, windowMs);
+    },
+  };
+}

@@ -11,7 +11,7 @@
  * - Budgets: 1000 requests a minute for live keys, 100 for sandbox keys, in fixed windows that start
  *   at a key's first request. Every authenticated response carries RateLimit-Limit, -Remaining and
  *   -Reset (seconds); a 429 also carries Retry-After. With Redis, all API processes share each
- *   key's budget.
+ *   key's budget; while Redis is unreachable each process enforces it alone, in memory.
  */
 import rateLimit, {
   type FastifyRateLimitStore,
@@ -23,7 +23,11 @@ import { type ApiKeysRepo, keyWorks } from '../db/api-keys.ts';
 import type { Environment } from '../db/products.ts';
 import type { Redis } from '../redis.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
-import { createMemoryCounter, createRedisCounter } from './fixed-window.ts';
+import {
+  createFallbackCounter,
+  createMemoryCounter,
+  type FixedWindowCounter,
+} from './fixed-window.ts';
 import { productErrorCodes, type StateRule } from './product-access.ts';
 import { errorResponses } from './schemas.ts';
 
@@ -33,7 +37,11 @@ const SCOPE_ERRORS = [
   'invalid_api_key',
   'revoked_api_key',
   'rate_limited',
+  // Text PostgreSQL refuses in the path, query or headers (src/api/text-check.ts).
+  'malformed_request',
   'internal_error',
+  // The database or Redis is unreachable (src/api/outage.ts).
+  'service_unavailable',
 ] as const;
 
 export const RATE_LIMITS: Record<Environment, number> = { live: 1000, test: 100 };
@@ -91,12 +99,15 @@ export function routeErrorCodes(
 }
 
 /**
- * The per-key budgets' in-memory store for @fastify/rate-limit: the plugin's own LocalStore reads
- * Date.now(); this one counts with the scope's clock (fixed windows from a key's first request).
+ * The per-key budgets' store for @fastify/rate-limit, over a fixed-window counter: in memory (the
+ * plugin's own LocalStore reads Date.now(); this one counts with the scope's clock), or in Redis
+ * with this process's memory while Redis is unreachable (fixed-window.ts). The Redis keys are the
+ * plugin's own RedisStore's (`pys:rl:<key id>`, INCR then PEXPIRE), so processes of either kind
+ * share one count during a rolling deploy.
  */
-function memoryBudgetStore(clock?: () => number): FastifyRateLimitStoreCtor {
-  return class MemoryBudgetStore implements FastifyRateLimitStore {
-    readonly counter = createMemoryCounter(clock);
+function budgetStore(makeCounter: () => FixedWindowCounter): FastifyRateLimitStoreCtor {
+  return class BudgetStore implements FastifyRateLimitStore {
+    readonly counter = makeCounter();
     incr(
       key: string,
       callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
@@ -108,7 +119,7 @@ function memoryBudgetStore(clock?: () => number): FastifyRateLimitStoreCtor {
       );
     }
     child() {
-      return new MemoryBudgetStore();
+      return new BudgetStore();
     }
   };
 }
@@ -117,8 +128,9 @@ const retryAfter = (ms: number) => ({ 'retry-after': String(Math.max(1, Math.cei
 
 export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app, options) => {
   const windowMs = options.windowMs ?? RATE_WINDOW_MS;
-  const failures = options.redis
-    ? createRedisCounter(options.redis, 'pys:authfail:')
+  const redis = options.redis;
+  const failures = redis
+    ? createFallbackCounter(redis, 'pys:authfail:', createMemoryCounter(options.clock))
     : createMemoryCounter(options.clock);
 
   // Only failed attempts count, and only they are refused past the limit: a valid key is never
@@ -183,10 +195,13 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     timeWindow: windowMs,
     max: (request) => RATE_LIMITS[partnerOf(request).environment],
     keyGenerator: (request) => partnerOf(request).keyId,
-    ...(options.redis
-      ? { redis: options.redis, nameSpace: 'pys:rl:' }
-      : { store: memoryBudgetStore(options.clock) }),
-    // A broken Redis must not turn every request into a 500; the RPC-style endpoints keep serving.
+    store: budgetStore(() =>
+      redis
+        ? createFallbackCounter(redis, 'pys:rl:', createMemoryCounter(options.clock))
+        : createMemoryCounter(options.clock),
+    ),
+    // The store falls back to memory rather than fail; should it fail anyway, a request is served
+    // uncounted rather than answered 500.
     skipOnError: true,
     enableDraftSpec: true,
     addHeadersOnExceeding: {

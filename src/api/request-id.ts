@@ -1,14 +1,20 @@
 /**
  * Request ids: every response carries `x-request-id`, and every log line of a request names it. A
- * caller's own id is echoed when it is short and plain; otherwise the service makes one.
+ * caller's own id is echoed when it is short and plain and not key-shaped; otherwise the service
+ * makes one. A key sent as X-Request-Id was echoed and logged before (#33).
  */
 import { randomBytes } from 'node:crypto';
 import type { BaseApp } from './fastify-app.ts';
+import { hasKeyShape } from './key-shapes.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
-/** A caller's own request id is echoed only when it is short and plain (it ends up in our logs). */
+/**
+ * A caller's own request id is echoed only when it is short and plain (it ends up in our logs) and
+ * nothing in it looks like a credential (key-shapes.ts): a UUID, a W3C trace id, `abc-123` pass.
+ */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+export const isSafeRequestId = (id: string) => SAFE_REQUEST_ID.test(id) && !hasKeyShape(id);
 
 /**
  * A random per-process prefix and a counter. Unique across processes and restarts without drawing
@@ -22,7 +28,7 @@ export const nextRequestId = () => `${REQUEST_ID_PREFIX}${(++requestCounter).toS
 /** Fastify's `genReqId`: the caller's id when it is safe to echo, else a fresh one. */
 export function requestIdFor(req: { headers: Record<string, string | string[] | undefined> }) {
   const given = req.headers[REQUEST_ID_HEADER];
-  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : nextRequestId();
+  return typeof given === 'string' && isSafeRequestId(given) ? given : nextRequestId();
 }
 
 /** Sends the request id back on every response that goes through Fastify's lifecycle. */

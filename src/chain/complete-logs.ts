@@ -65,6 +65,12 @@ export interface CompleteLogsOptions {
   onRangeError?: (err: unknown, from: bigint, to: bigint) => unknown;
 }
 
+/**
+ * The most blocks one complete read should span: its headers are held at once (a busy mainnet
+ * block's header, with its transaction hashes, is about 10 KB), so callers cut longer spans.
+ */
+export const MAX_CHECKED_BLOCKS = 2_000n;
+
 /** Attempts of one by-hash read: behind a load balancer each may reach another node. */
 const BY_HASH_ATTEMPTS = 4;
 

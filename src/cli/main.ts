@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.ts';
 import { createLogger, drainLogs } from '../logger.ts';
+import type { RunningService } from '../main.ts';
 import { type CliIo, type CommandContext, commandContext, processIo } from './shared.ts';
 
 /**
@@ -37,9 +38,16 @@ async function runStart(ctx: CommandContext): Promise<void> {
   process.stdout.on('error', () => {});
   process.stderr.on('error', () => {});
   const logger = createLogger(config.LOG_LEVEL);
-  const { startService } = await import('../main.ts');
-  const service = await startService(config, logger);
+  // The service, once started. The signal handlers below exist before any start-up work (loading
+  // the service, opening storage, migrating): a SIGTERM during start-up used to kill the process
+  // by the signal, since Node's default action applied until the handlers were installed (#33).
+  // A signal then waits for the start-up to finish and stops what it started.
+  let provide: (service: RunningService | undefined) => void = () => {};
+  const started = new Promise<RunningService | undefined>((resolve) => {
+    provide = resolve;
+  });
   let shuttingDown = false;
+  let startFailed = false;
   const shutdown = (reason: NodeJS.Signals | 'chain failure' | 'parent disconnected') => {
     if (shuttingDown) return;
     shuttingDown = true;
@@ -55,18 +63,20 @@ async function runStart(ctx: CommandContext): Promise<void> {
     force.unref();
     const failed = reason === 'chain failure';
     logger.info({ signal: reason }, 'shutting down');
-    service.stop().then(
-      async () => {
-        logger.info('shutdown complete');
-        await drainLogs();
-        process.exit(failed ? 1 : 0);
-      },
-      async (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        await drainLogs();
-        process.exit(1);
-      },
-    );
+    started
+      .then((service) => service?.stop())
+      .then(
+        async () => {
+          logger.info('shutdown complete');
+          await drainLogs();
+          process.exit(failed || startFailed ? 1 : 0);
+        },
+        async (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          await drainLogs();
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
@@ -77,6 +87,19 @@ async function runStart(ctx: CommandContext): Promise<void> {
     if (process.connected) process.once('disconnect', () => shutdown('parent disconnected'));
     else shutdown('parent disconnected');
   }
+  let service: RunningService;
+  try {
+    const { startService } = await import('../main.ts');
+    service = await startService(config, logger);
+  } catch (err) {
+    // Nothing to stop: a shutdown under way exits 1 once the failure is reported (runCli).
+    startFailed = true;
+    provide(undefined);
+    throw err;
+  }
+  provide(service);
+  // Stopping already: nothing more to announce or to start.
+  if (shuttingDown) return;
   // Printed only once the signal handlers are in place: whoever waits for this line may signal the
   // process at once (under load, a line printed first could be read, and SIGINT sent, before the
   // handler existed — killing the process instead of shutting it down).

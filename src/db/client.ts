@@ -46,6 +46,12 @@ export interface Database extends Queryable {
    * there a notification arrives later, on another connection, from any process.
    */
   listen?(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  /**
+   * PostgreSQL only: destroys every open connection, so that queries in flight reject at once
+   * (their work fails and is retried by its caller) instead of waiting on a connection that may
+   * never answer. For a shutdown that cannot wait any longer; the pool stays usable.
+   */
+  interrupt?(): void;
   close(): Promise<void>;
 }
 
@@ -233,6 +239,16 @@ async function createPostgres(options: {
           throw err;
         }
       }),
+    interrupt: () => {
+      // pg-pool keeps its clients in `_clients` (idle and checked out); a destroyed socket makes
+      // the client's query in flight, or its connection attempt, fail ("Connection terminated").
+      const clients = (pool as unknown as { _clients?: pg.Client[] })._clients ?? [];
+      for (const client of clients) {
+        (
+          client as unknown as { connection?: { stream?: { destroy(): void } } }
+        ).connection?.stream?.destroy();
+      }
+    },
     close: () => {
       untrackPool();
       return pool.end();

@@ -22,6 +22,11 @@ export interface Snapshot {
   /** The day-boundary block: the last block whose timestamp is before the next day's 00:00 UTC. */
   blockNumber: bigint;
   blockTimestamp: Date;
+  /**
+   * The boundary block's hash when the row was computed (migration 0032): a row whose block the
+   * chain no longer has is computed again (src/sync/metrics/reorg-check.ts). Null on older rows.
+   */
+  blockHash?: `0x${string}` | null;
   engineTotalAssets: bigint;
   /** Engine ERC-20 supply plus the fee shares pending at that block. */
   engineTotalSupply: bigint;
@@ -92,6 +97,7 @@ interface SnapshotRow {
   provisional: boolean;
   estimated_underlying_apy: string | null;
   estimated_net_apy: string | null;
+  block_hash: `0x${string}` | null;
   engine_pool_assets: string | null;
   engine_pool_supply: string | null;
 }
@@ -119,6 +125,7 @@ const COLUMNS = [
   'provisional',
   'estimated_underlying_apy',
   'estimated_net_apy',
+  'block_hash',
   'engine_pool_assets',
   'engine_pool_supply',
 ] as const;
@@ -126,7 +133,7 @@ const COLUMNS = [
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
 /** A real row the processor relies on: not provisional, and written since migration 0021. */
 const FINAL = 'NOT provisional AND partner_fee_pending IS NOT NULL';
-/** Rows per INSERT statement: 24 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** Rows per INSERT statement: 25 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -156,6 +163,7 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     provisional: r.provisional,
     estimatedUnderlyingApy: r.estimated_underlying_apy,
     estimatedNetApy: r.estimated_net_apy,
+    blockHash: r.block_hash,
     enginePoolAssets: bigOrNull(r.engine_pool_assets),
     enginePoolSupply: bigOrNull(r.engine_pool_supply),
   };
@@ -186,6 +194,7 @@ function params(s: Snapshot): unknown[] {
     s.provisional ?? false,
     s.estimatedUnderlyingApy ?? null,
     s.estimatedNetApy ?? null,
+    s.blockHash ?? null,
     str(s.enginePoolAssets ?? null),
     str(s.enginePoolSupply ?? null),
   ];
@@ -287,6 +296,43 @@ export function createSnapshotsRepo(db: Queryable) {
         [productId],
       );
       return { count: Number(rows[0]?.count ?? 0), latestDate: rows[0]?.latest ?? null };
+    },
+
+    /**
+     * The boundary blocks (number and hash as computed) of the chain's final rows dated `since` or
+     * later: what the reorg check compares with the chain.
+     */
+    async boundariesSince(
+      chainId: number,
+      since: string,
+    ): Promise<{ blockNumber: bigint; blockHash: `0x${string}` }[]> {
+      const { rows } = await db.query<{ block_number: string; block_hash: `0x${string}` }>(
+        `SELECT DISTINCT s.block_number, s.block_hash FROM daily_snapshots s
+           JOIN products p ON p.id = s.product_id
+          WHERE p.chain_id = $1 AND s.date >= $2::date AND s.block_hash IS NOT NULL
+            AND NOT s.provisional AND s.partner_fee_pending IS NOT NULL
+          ORDER BY s.block_number`,
+        [chainId, since],
+      );
+      return rows.map((r) => ({ blockNumber: BigInt(r.block_number), blockHash: r.block_hash }));
+    },
+
+    /**
+     * Removes the chain's final rows whose boundary block is `fromBlock` or later (their day holds
+     * blocks the chain no longer has, or follows such a day); returns the (product, date) removed.
+     */
+    async removeFromBlock(
+      chainId: number,
+      fromBlock: bigint,
+    ): Promise<{ productId: string; date: string }[]> {
+      const { rows } = await db.query<{ product_id: string; date: string }>(
+        `DELETE FROM daily_snapshots s USING products p
+          WHERE p.id = s.product_id AND p.chain_id = $1 AND s.block_number >= $2
+            AND NOT s.provisional
+          RETURNING s.product_id, s.date`,
+        [chainId, fromBlock.toString()],
+      );
+      return rows.map((r) => ({ productId: r.product_id, date: r.date }));
     },
 
     /** Every day that has a row, oldest first. */

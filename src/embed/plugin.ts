@@ -23,7 +23,7 @@ import { Type } from 'typebox';
 import type { ChainReader, HealthReading } from '../api/chain-reader.ts';
 import { acceptsGzip } from '../api/content-encoding.ts';
 import { ApiError } from '../api/errors.ts';
-import { createMemoryCounter, createRedisCounter } from '../api/fixed-window.ts';
+import { createFallbackCounter, createMemoryCounter } from '../api/fixed-window.ts';
 import type { ReadCache } from '../api/read-cache.ts';
 import type { ChainClient } from '../chain/client.ts';
 import {
@@ -207,7 +207,7 @@ export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncType
   const opts = { ...options, feeChanges: ttlCache<ScheduledFeeChange | null>(60_000) };
   return async (app) => {
     const counter = opts.redis
-      ? createRedisCounter(opts.redis, 'pys:embed:')
+      ? createFallbackCounter(opts.redis, 'pys:embed:', createMemoryCounter(opts.rateClock))
       : createMemoryCounter(opts.rateClock);
     app.addHook('onRequest', async (request) => {
       if (request.url.startsWith(`${EMBED_PREFIX}/assets/`)) return;
@@ -215,8 +215,8 @@ export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncType
       try {
         hit = await counter.hit(request.ip, 60_000);
       } catch (err) {
-        // Like the partner budgets: Redis away means the window goes uncounted (fail-open,
-        // docs/operations.md), never a 500 for every embed request.
+        // The counter falls back to memory while Redis is away (fixed-window.ts); should it still
+        // fail, the window goes uncounted, never a 500 for every embed request.
         request.log.warn({ err }, 'embed rate count unavailable');
         return;
       }

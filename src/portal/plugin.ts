@@ -19,6 +19,7 @@ import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { acceptsGzip, MIN_GZIP_BYTES } from '../api/content-encoding.ts';
+import { answerOutage } from '../api/error-mapping.ts';
 import type { ReadCache } from '../api/read-cache.ts';
 import type { Database } from '../db/client.ts';
 import { createPortalMembersRepo } from '../db/portal-members.ts';
@@ -207,6 +208,11 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
       status = 413;
       title = 'Too much data';
       message = 'The form sent more than the portal accepts. Shorten the values and try again.';
+    } else if (answerOutage(err, request, reply)) {
+      // The database or Redis (sessions) is unreachable: logged once per outage, not per page.
+      status = 503;
+      title = 'The portal is briefly unavailable';
+      message = 'Nothing was changed. Try again in a few seconds.';
     } else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       status = 400;
       title = 'That did not work';
@@ -281,9 +287,13 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
 
 function codeFor(status: number): string {
   return (
-    { 400: 'invalid_request', 401: 'unauthorized', 403: 'forbidden', 429: 'rate_limited' }[
-      status
-    ] ?? 'internal_error'
+    {
+      400: 'invalid_request',
+      401: 'unauthorized',
+      403: 'forbidden',
+      429: 'rate_limited',
+      503: 'service_unavailable',
+    }[status] ?? 'internal_error'
   );
 }
 

@@ -32,24 +32,30 @@ export function daysBetween(from: string, to: string): number {
   return (dayStartSeconds(to) - dayStartSeconds(from)) / DAY_SECONDS;
 }
 
-/** Block timestamps, fetched once each. Concurrent requests go out as one JSON-RPC batch. */
+/** Block timestamps (and hashes), fetched once each. Concurrent requests go out as one JSON-RPC batch. */
 export interface BlockTimes {
   timestamp(block: bigint): Promise<number>;
+  /** The block's hash as read for its timestamp (the daily rows keep their boundary's). */
+  hash?(block: bigint): Promise<`0x${string}`>;
 }
 
 export function createBlockTimes(client: Pick<ChainClient, 'getBlock'>): BlockTimes {
-  const cache = new Map<bigint, Promise<number>>();
+  const cache = new Map<bigint, Promise<{ timestamp: number; hash: `0x${string}` }>>();
+  const read = (block: bigint) => {
+    let b = cache.get(block);
+    if (!b) {
+      b = client
+        .getBlock({ blockNumber: block })
+        .then((x) => ({ timestamp: Number(x.timestamp), hash: x.hash as `0x${string}` }));
+      // A failed read must not poison the cache: the next call asks again.
+      b.catch(() => cache.delete(block));
+      cache.set(block, b);
+    }
+    return b;
+  };
   return {
-    timestamp(block) {
-      let t = cache.get(block);
-      if (!t) {
-        t = client.getBlock({ blockNumber: block }).then((b) => Number(b.timestamp));
-        // A failed read must not poison the cache: the next call asks again.
-        t.catch(() => cache.delete(block));
-        cache.set(block, t);
-      }
-      return t;
-    },
+    timestamp: (block) => read(block).then((b) => b.timestamp),
+    hash: (block) => read(block).then((b) => b.hash),
   };
 }
 

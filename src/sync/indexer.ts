@@ -13,10 +13,10 @@
  *   that lands between those reads or later changes a hash the next range checks, so it is seen.
  *   Every log's block hash must also equal the header fetched for its block time.
  * - Deeper reorg (beyond the depth): logged as an error; the cursor rewinds to its newest past
- *   position whose hash the chain still has (or `maxRewindBlocks` back) and the blocks are
- *   re-indexed. Events already stored for orphaned logs cannot be unsent: they stay (and may already
- *   be delivered). Dedupe keys contain the tx hash, so a log re-mined in a new transaction becomes a
- *   new event; the same transaction re-mined keeps its event.
+ *   position whose hash the chain still has (or `maxRewindBlocks` back), every stored event of a
+ *   block the chain no longer has is retracted with a `chain_event.retracted` event
+ *   (indexer/retract.ts), and the blocks are re-indexed: what the canonical chain holds now is
+ *   stored, the same log mined again included (as a new event).
  * - New engines: an engine seen for the first time whose deployed block is at or below the cursor
  *   rewinds the cursor to just before that block; other engines' logs in the re-read blocks are
  *   already stored and insert nothing. The lifecycle records deployments near the head, so the
@@ -32,6 +32,7 @@ import type { Hex } from 'viem';
 import { getHeader, getHeaders, headNumber } from '../chain/block-headers.ts';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { ChainClient } from '../chain/client.ts';
+import { MAX_CHECKED_BLOCKS } from '../chain/complete-logs.ts';
 import { confirmedBlock } from '../chain/confirmed-head.ts';
 import { nextSpan, RangeRejectedError } from '../chain/log-ranges.ts';
 import { insertChunkFor, insertPrepared } from '../db/chain-events-copy.ts';
@@ -39,7 +40,11 @@ import type { Database, Queryable } from '../db/client.ts';
 import { type Cursor, createCursorsRepo } from '../db/cursors.ts';
 import { createProductsRepo, type Product } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
-import { recordIndexerRound } from '../telemetry/metrics.ts';
+import {
+  chainEventsRetracted,
+  indexerLogsRecovered,
+  recordIndexerRound,
+} from '../telemetry/metrics.ts';
 import { createLease, createLeasedJob } from '../worker/lease.ts';
 import type { Job } from '../worker/runner.ts';
 import {
@@ -49,6 +54,7 @@ import {
   fetchRange as readRange,
 } from './indexer/fetch-range.ts';
 import { createRangeWindow } from './indexer/range-window.ts';
+import { findOrphanedEvents, retractEvents } from './indexer/retract.ts';
 
 export interface IndexerDeps {
   db: Database;
@@ -189,17 +195,25 @@ export function createIndexer(deps: IndexerDeps): Indexer {
       const n = cursor.blockNumber > maxRewind ? cursor.blockNumber - maxRewind : 0n;
       target = { blockNumber: n, blockHash: (await getHeader(client, n)).hash };
     }
+    const rewindTo = target;
+    const orphans = await findOrphanedEvents(db, client, chainId, rewindTo.blockNumber);
+    const retracted = await leasedTx(async (tx) => {
+      const n = await retractEvents(tx, chainId, orphans, new Date());
+      await createCursorsRepo(tx).move(chainId, cursor, rewindTo);
+      return n;
+    });
+    if (retracted > 0) chainEventsRetracted.inc({ chain_id: String(chainId) }, retracted);
     log.error(
       {
         cursor: cursor.blockNumber.toString(),
         storedHash: cursor.blockHash,
         chainHash,
-        rewindTo: target.blockNumber.toString(),
+        rewindTo: rewindTo.blockNumber.toString(),
+        retracted,
       },
-      'reorg deeper than the confirmation depth: rewinding and re-indexing; events already stored for orphaned logs stay',
+      'reorg deeper than the confirmation depth: events of orphaned blocks retracted (chain_event.retracted sent), rewinding and re-indexing',
     );
-    await leasedTx((tx) => createCursorsRepo(tx).move(chainId, cursor, target));
-    return target;
+    return rewindTo;
   }
 
   const fetchRange = (cursor: Cursor, to: bigint, engines: Map<string, Product>) =>
@@ -263,7 +277,9 @@ export function createIndexer(deps: IndexerDeps): Indexer {
 
     let restarts = 0;
     const rangeEnd = (c: Cursor) => {
-      const span = window.blocks < limit ? window.blocks : limit;
+      let span = window.blocks < limit ? window.blocks : limit;
+      // Every header of a range is held while it is checked (complete-logs.ts).
+      if (span > MAX_CHECKED_BLOCKS) span = MAX_CHECKED_BLOCKS;
       return c.blockNumber + span < safe ? c.blockNumber + span : safe;
     };
     // The next range is fetched while the current one is written (the RPC and the database work
@@ -332,6 +348,7 @@ export function createIndexer(deps: IndexerDeps): Indexer {
     await pending?.catch(() => {});
     recordIndexerRound(chainId, head, cursor.blockNumber, safe);
     if (round.recovered > 0) {
+      indexerLogsRecovered.inc({ chain_id: String(chainId) }, round.recovered);
       log.warn(
         { recovered: round.recovered },
         'the provider answered ranges without some of their logs (a node behind the range): found by block hash',

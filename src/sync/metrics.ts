@@ -34,6 +34,7 @@ import { createBoundaryReader } from './metrics/boundary-reads.ts';
 import { computeSnapshot, dailyAlerts } from './metrics/compute.ts';
 import { createFlowReader, type FlowReader } from './metrics/flows.ts';
 import { type ProductPlan, planProduct, searchStart } from './metrics/plan.ts';
+import { REORG_CHECK_DAYS, removeReorgedDays } from './metrics/reorg-check.ts';
 import { estimateFromUnderlying, readUnderlyingEstimate } from './metrics/underlying-estimate.ts';
 
 export interface MetricsProcessorDeps {
@@ -104,6 +105,25 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     if (safeHead < 0n) return { written: 0 };
     // Day D is closed once a confirmed block is at or after D+1 00:00 UTC: no block of D can still
     // appear, and D's boundary block is confirmed too. It must also be over by the wall clock.
+    const today = utcDate(Math.floor(now().getTime() / 1000));
+    // Rows of days whose blocks left the chain (a reorganisation deeper than the confirmation
+    // setting) are removed first, and computed again below.
+    const reorged = await removeReorgedDays(
+      client,
+      snapshots,
+      chain.chainId,
+      addDays(today, -REORG_CHECK_DAYS),
+    );
+    if (reorged.removed.length > 0) {
+      logger.warn(
+        {
+          fromBlock: reorged.fromBlock?.toString(),
+          days: [...new Set(reorged.removed.map((r) => r.date))].sort(),
+          rows: reorged.removed.length,
+        },
+        'daily rows of blocks the chain no longer has removed: computing them again',
+      );
+    }
     const closedThrough = addDays(utcDate(await times.timestamp(safeHead)), -1);
     const yesterday = addDays(utcDate(Math.floor(now().getTime() / 1000)), -1);
     const lastDay = [closedThrough, yesterday].sort()[0]!; // ISO dates sort as days
@@ -141,7 +161,6 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       searchStart(plans),
       safeHead,
     );
-    const today = utcDate(Math.floor(now().getTime() / 1000));
     // One flow sweep per block range for every engine of the chain, shared by the products.
     const flowReader = createFlowReader(client, {
       engines: plans.map((p) => p.engine),
@@ -205,6 +224,10 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       ),
     ]);
 
+    // Each row keeps its boundary block's hash, for the reorg check of later runs.
+    const hashes = await Promise.all(
+      plan.days.map((day) => (times.hash ? times.hash(blockOf(day)) : Promise.resolve(null))),
+    );
     const rows: Snapshot[] = [];
     const alerts: { row: Snapshot; alert: ReturnType<typeof dailyAlerts>[number] }[] = [];
     const computed = new Map<string, Snapshot>();
@@ -212,6 +235,7 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
       const prevDay = addDays(day, -1);
       const prev = computed.get(prevDay) ?? plan.existing.get(prevDay) ?? null;
       const row = computeSnapshot(product.id, day, reads[i]!, flows.get(day)!, prev);
+      row.blockHash = hashes[i]!;
       if (row.underlyingApy === null || row.netApyForUser === null) {
         // No APY of the engine's own (its first day, or an empty engine): the launch-day
         // estimate from the underlying's day (underlying-estimate.ts). With a previous row its

@@ -198,6 +198,25 @@ export function recordIndexerRound(chainId: number, head: bigint, cursor: bigint
   else if (!caughtUpAt.has(id)) caughtUpAt.set(id, Date.now());
 }
 
+/**
+ * Logs a provider's range answer left out (a node behind the range answered it) that the indexer's
+ * header check found by block hash: a provider whose nodes lag shows here, without any log lost.
+ */
+export const indexerLogsRecovered = new Counter({
+  name: 'indexer_logs_recovered_total',
+  help: 'Engine logs missing from an eth_getLogs range answer and found by block hash (a lagging provider node).',
+  labelNames: ['chain_id'] as const,
+  registers: [registry],
+});
+
+/** Stored chain events retracted because a reorganisation deeper than the confirmation removed them. */
+export const chainEventsRetracted = new Counter({
+  name: 'chain_events_retracted_total',
+  help: 'Chain events retracted after a reorganisation deeper than the confirmation setting (chain_event.retracted sent).',
+  labelNames: ['chain_id'] as const,
+  registers: [registry],
+});
+
 export const jobTickFailures = new Counter({
   name: 'worker_job_failures_total',
   help: 'Worker job ticks that failed (and will be retried), by job name and whether the error is retryable.',

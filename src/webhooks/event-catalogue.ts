@@ -153,6 +153,45 @@ const ProductDeployed = Type.Object(
   strict('Payload of `product.deployed`.'),
 );
 
+const ChainEventRetracted = Type.Object(
+  {
+    slug,
+    chain_id: chainId,
+    retracted_event_id: Type.String({
+      pattern: '^evt_[0-9A-Za-z]+$',
+      description: 'The id of the event whose log is no longer on the chain (its `webhook-id`).',
+    }),
+    retracted_event_type: Type.Union(
+      [
+        Type.Literal('deposit.confirmed'),
+        Type.Literal('redeem.requested'),
+        Type.Literal('redeem.confirmed'),
+      ],
+      { description: 'The type of the retracted event.' },
+    ),
+    tx_hash: txHash,
+    block_number: Type.Integer({
+      minimum: 0,
+      description: 'The block the retracted log was in, before the reorganisation.',
+    }),
+    block_hash: Type.String({
+      pattern: TX_HASH_PATTERN,
+      description: 'The hash of that block, which the chain no longer has.',
+    }),
+    log_index: logIndex,
+    reason: Type.Literal('reorg', {
+      description:
+        'Always `reorg`: the chain reorganised deeper than the confirmation setting of the chain.',
+    }),
+    detected_at: Type.String({
+      format: 'date-time',
+      pattern: UTC_DATE_TIME_PATTERN,
+      description: 'When the service found the block gone, ISO 8601 UTC with `Z`.',
+    }),
+  },
+  strict('Payload of `chain_event.retracted`.'),
+);
+
 const Ping = Type.Object(
   {
     destination_id: Type.String({
@@ -287,6 +326,24 @@ export const OUTBOUND_EVENTS = {
       underlying_vault_address: '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
       status: 'active',
       occurred_at: '2026-03-01T09:30:00.000Z',
+    },
+  }),
+  'chain_event.retracted': define({
+    schema: ChainEventRetracted,
+    description:
+      'A `deposit.confirmed`, `redeem.requested` or `redeem.confirmed` sent earlier is void: the chain reorganised deeper than its confirmation setting and its log is no longer in the canonical chain. Undo what the retracted event did; if the same transaction was mined again, its new event (a new id, with the new block) follows. Sent once per retracted event.',
+    dedupeKey: '(event_type, retracted_event_id)',
+    example: {
+      slug: 'acme-usdc-core',
+      chain_id: 8453,
+      retracted_event_id: 'evt_2VqN8xK3mB7pL1sT9wR4cY',
+      retracted_event_type: 'deposit.confirmed',
+      tx_hash: demoTx,
+      block_number: 18_250_112,
+      block_hash: '0x8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0',
+      log_index: 7,
+      reason: 'reorg',
+      detected_at: '2026-03-01T12:20:41Z',
     },
   }),
   ping: define({

@@ -252,7 +252,7 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
       );
       expect(op.requestBody.content['application/json']).toBeDefined();
       expect(Object.keys(op.responses).sort()).toEqual(
-        ['200', '400', '401', '409', '413', '415', '429', '500'].sort(),
+        ['200', '400', '401', '409', '413', '415', '429', '500', '503'].sort(),
       );
       const text = JSON.stringify(op.responses);
       for (const code of [

@@ -9,7 +9,11 @@
  * - database connections cut at random during every job: no process exits, all resume;
  * - RPC down, then frozen: 503 chain_rpc_unavailable within the 2 s bound; indexing resumes with
  *   no gap and no duplicate;
- * - Redis down: the API keeps serving (fail-open), and budgets count again once it is back.
+ * - Redis down: the API keeps serving (budgets counted per process meanwhile), and budgets count
+ *   in Redis again once it is back;
+ * - Redis silent (a connection that swallows every byte and stays dead after Redis heals): the
+ *   API replaces it, enforces a 100-a-minute budget on its own meanwhile, and is ready again
+ *   within seconds.
  *
  * The figures (events, kills, lost, duplicates, max attempts) are printed.
  */
@@ -388,7 +392,7 @@ describe.runIf(enabled)('faults of a running system (PostgreSQL, Redis, RPC, wor
     );
   }, 60_000);
 
-  it('Redis down: the API keeps serving (fail-open); budgets count again once it is back', async () => {
+  it('Redis down: the API keeps serving (budgets per process); budgets count in Redis again once it is back', async () => {
     const products = (key: string) =>
       fetch(`${apiUrl}/api/partner/products`, { headers: { 'x-api-key': key } }).then(async (r) => {
         await r.arrayBuffer();
@@ -400,7 +404,7 @@ describe.runIf(enabled)('faults of a running system (PostgreSQL, Redis, RPC, wor
     for (let i = 0; i < 10; i++) during.push(await products(liveKey));
     const outageMs = Date.now() - startedOutage;
     expect(during).toEqual(Array(10).fill(200));
-    // The embed's per-address window fails open too.
+    // The embed's per-address window is counted per process too.
     expect((await fetch(`${apiUrl}/embed/host.js`)).status).toBe(200);
     // Readiness says so meanwhile (it checks Redis), and recovers with it.
     expect((await fetch(`${apiUrl}/ready`)).status).toBe(503);
@@ -433,4 +437,50 @@ describe.runIf(enabled)('faults of a running system (PostgreSQL, Redis, RPC, wor
     expect(refusedAt).toBe(101);
     expect(api.child.exitCode).toBeNull();
   }, 60_000);
+  it('Redis silent: the connection is replaced, a 100/min budget holds meanwhile, ready again within seconds', async () => {
+    // A key of its own: its whole budget is counted during the silence.
+    const key = (await createApiKeysRepo(db).create(product.partnerId, 'test')).key;
+    const products = () =>
+      fetch(`${apiUrl}/api/partner/products`, { headers: { 'x-api-key': key } }).then(async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      });
+    await waitFor(
+      async () => ((await fetch(`${apiUrl}/ready`)).status === 200 ? true : undefined),
+      15_000,
+      'ready',
+    );
+    const logFrom = api.stdout().length;
+    await redisProxy.setMode('silent');
+    const started = Date.now();
+    const during: number[] = [];
+    for (let i = 0; i < 120; i++) during.push(await products());
+    const silentMs = Date.now() - started;
+    const passed = during.filter((x) => x === 200).length;
+    expect((await fetch(`${apiUrl}/ready`)).status).toBe(503);
+    await redisProxy.setMode('up');
+    const healedAt = Date.now();
+    await waitFor(
+      async () => ((await fetch(`${apiUrl}/ready`)).status === 200 ? true : undefined),
+      15_000,
+      'ready again',
+    );
+    const readyMs = Date.now() - healedAt;
+    console.log(
+      `[faults] redis silent: ${passed}/120 passed on a 100/min key (first 429 at ${during.indexOf(429) + 1}) in ${silentMs} ms; ready again ${readyMs} ms after Redis healed`,
+    );
+    // Before: 120 of 120 passed, a second each, and /ready stayed 503 for as long as the
+    // connection lived.
+    expect(passed).toBe(100);
+    expect(during.slice(100)).toEqual(Array(20).fill(429));
+    expect(silentMs).toBeLessThan(20_000);
+    expect(readyMs).toBeLessThan(5_000);
+    const errors = api
+      .stdout()
+      .slice(logFrom)
+      .split('\n')
+      .filter((l) => /"level":(50|60)/.test(l));
+    expect(errors).toEqual([]);
+    expect(api.child.exitCode).toBeNull();
+  }, 90_000);
 });

@@ -35,13 +35,14 @@ export async function registerProduct(
   db: Database,
   kind: VaultKind,
   deployed: { engine: Address; block: bigint },
+  slug = `p-${kind}-${++slugSeq}`,
 ): Promise<Product> {
   const partners = createPartnersRepo(db);
   const partner = (await partners.findByName('Acme')) ?? (await partners.create('Acme'));
   return createProductsRepo(db).create({
     partnerId: partner.id,
     environment: 'live',
-    slug: `p-${kind}-${++slugSeq}`,
+    slug,
     displayName: 'P',
     riskLabel: 'low',
     chainId: fx.anvil.chainId,

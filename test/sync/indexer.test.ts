@@ -240,7 +240,7 @@ describe.each(storageEngines())('log indexer on %s', (engineName) => {
     expect(events).toHaveLength(2);
   });
 
-  it('a reorg deeper than the depth is logged, rewound and re-indexed; the orphan event stays', async () => {
+  it('a reorg deeper than the depth is logged, rewound and re-indexed; the orphan event is retracted', async () => {
     const db = await open();
     const { engine } = await engineProduct(fx, db, 'sync');
     const { logger, lines } = captureLogger();
@@ -259,9 +259,24 @@ describe.each(storageEngines())('log indexer on %s', (engineName) => {
     await mine(fx, 6);
     await indexer.runOnce();
     expect(lines().some((l) => l.includes('reorg deeper than the confirmation depth'))).toBe(true);
-    const hashes = (await storedEvents(db)).map((e) => e.txHash);
-    // Stored events cannot be unsent: the orphan's event remains, the new chain's is added.
-    expect(hashes).toEqual([orphan.receipt.transactionHash, replacement.receipt.transactionHash]);
+    // Stored events cannot be unsent: the orphan's event stays, retracted, with a
+    // chain_event.retracted naming it; the new chain's event is added.
+    const { rows } = await db.query<{ id: string; tx_hash: string; retracted_by: string | null }>(
+      `SELECT id, tx_hash, retracted_by FROM events WHERE event_type = 'deposit.confirmed' ORDER BY seq`,
+    );
+    expect(rows.map((r) => r.tx_hash)).toEqual([
+      orphan.receipt.transactionHash,
+      replacement.receipt.transactionHash,
+    ]);
+    const notice = (await storedEvents(db, 'chain_event.retracted'))[0]!;
+    expect(rows[0]!.retracted_by).toBe(notice.id);
+    expect(rows[1]!.retracted_by).toBeNull();
+    expect(JSON.parse(notice.payload)).toMatchObject({
+      retracted_event_id: rows[0]!.id,
+      retracted_event_type: 'deposit.confirmed',
+      tx_hash: orphan.receipt.transactionHash,
+      reason: 'reorg',
+    });
     const cursor = await createCursorsRepo(db).get(fx.anvil.chainId);
     const block = await fx.client.getBlock({ blockNumber: cursor!.blockNumber });
     expect(cursor!.blockHash).toBe(block.hash);

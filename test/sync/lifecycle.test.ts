@@ -181,6 +181,8 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
         // The vault is minutes old: no day of the underlying to estimate from (launch-estimate.test).
         estimatedUnderlyingApy: null,
         estimatedNetApy: null,
+        // Provisional rows are not checked against reorganisations (metrics/reorg-check.ts).
+        blockHash: null,
       },
     ]);
     // What the API reads: latest_metrics has it; apy-history and fee-stats do not.

@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Address, encodeFunctionData, type Hex, maxUint256, numberToHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseChainsFile } from '../../src/chain/chains.ts';
 import { testUSDAbi, yieldEngineAbi } from '../../src/chain/generated/index.ts';
 import { createCursorsRepo } from '../../src/db/cursors.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
@@ -105,18 +106,21 @@ describe('log indexer through a provider with lagging nodes, caps, 429s and 5xx'
     const job = dispatcher.job();
     job.start();
 
-    const { logger, lines } = captureLogger();
-    const indexer = makeIndexer(fx, db, logger, {
-      rpcUrls: [proxy.url],
-      chain: {
-        chainId: fx.anvil.chainId,
-        name: 'provider',
-        rpcUrls: [proxy.url],
-        confirmationDepth: 2,
-        blockRangeLimit: 10_000,
-        evm: true,
-      },
-    });
+    // The provider URL carries a key, as hosted providers' do: no log line may show it.
+    const key = randomBytes(16).toString('hex');
+    const [chain] = parseChainsFile(
+      JSON.stringify([
+        {
+          chain_id: fx.anvil.chainId,
+          name: 'provider',
+          rpc_urls: [`${proxy.url}/v3/${key}`],
+          confirmation_depth: 2,
+          block_range_limit: 10_000,
+        },
+      ]),
+    );
+    const { logger, lines } = captureLogger('debug');
+    const indexer = makeIndexer(fx, db, logger, { chain: chain! });
     proxy.set({
       lagBlocks: 30,
       lagShare: 0.5,
@@ -230,6 +234,7 @@ describe('log indexer through a provider with lagging nodes, caps, 429s and 5xx'
       expect(proxy.stats.rateLimited).toBeGreaterThan(0);
       expect(proxy.stats.serverErrors).toBeGreaterThan(0);
       expect(lines().some((l) => l.includes('found by block hash'))).toBe(true);
+      expect(lines().join('\n')).not.toContain(key);
 
       // Each deposit.confirmed reached the receiver exactly once.
       const ids = new Set(stored.map((r) => r.id));

@@ -30,6 +30,8 @@ describe('the outbound event catalogue', () => {
       'tvl_alert',
       'vault_pause',
       'product.deployed',
+      // Issue #27: a chain event whose log a deep reorganisation removed.
+      'chain_event.retracted',
       'ping',
     ]);
     // A test event is not subscribable: `--events` offers every other type.

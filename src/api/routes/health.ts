@@ -37,6 +37,7 @@ export const healthRoutes: FastifyPluginAsync<{
   app.get(
     '/health',
     {
+      config: { anyText: true },
       schema: {
         response: {
           200: Type.Object({
@@ -52,7 +53,7 @@ export const healthRoutes: FastifyPluginAsync<{
   app.get(
     '/ready',
     {
-      config: { probe: true },
+      config: { probe: true, anyText: true },
       schema: {
         response: {
           200: Type.Object({

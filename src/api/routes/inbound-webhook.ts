@@ -38,6 +38,7 @@ import { verifySignature } from '../../webhooks/signature.ts';
 import { ApiError } from '../errors.ts';
 import { partnerOf } from '../partner-scope.ts';
 import { InboundAck } from '../schemas.ts';
+import { unsafeTextAt } from '../text-check.ts';
 
 export const INBOUND_PATH = '/api/partner/webhooks/inbound';
 
@@ -184,6 +185,14 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
         // 4. Body.
         const body = parseInboundEnvelope(raw);
         if (!body.ok) throw new ApiError('invalid_payload', body.message);
+        // Text PostgreSQL would refuse (a NUL, a lone surrogate), at any depth: 400, not a 500.
+        const unsafe = unsafeTextAt(body.data, 'data');
+        if (unsafe) {
+          throw new ApiError(
+            'invalid_payload',
+            `${unsafe} holds a NUL character or a lone surrogate, which the service cannot store.`,
+          );
+        }
         const invalid = dataError(eventType, body.data);
         if (invalid) throw new ApiError('invalid_payload', invalid);
         let tx: NewInboundEvent['tx'];

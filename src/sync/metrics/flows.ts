@@ -10,7 +10,7 @@
  */
 import { type Hex, toEventSelector } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
-import { type RawLog, readCompleteLogs } from '../../chain/complete-logs.ts';
+import { MAX_CHECKED_BLOCKS, type RawLog, readCompleteLogs } from '../../chain/complete-logs.ts';
 import { blockRanges } from '../../chain/log-ranges.ts';
 import type { DayFlows } from './compute.ts';
 
@@ -39,12 +39,14 @@ export function createFlowReader(
   params: { engines: readonly Hex[]; maxBlocks: bigint },
 ): FlowReader {
   const maxBlocks = params.maxBlocks > 0n ? params.maxBlocks : 1n;
+  // Pieces no wider than a complete read holds headers for at once.
+  const piece = maxBlocks < MAX_CHECKED_BLOCKS ? maxBlocks : MAX_CHECKED_BLOCKS;
   const filter = { addresses: params.engines, topics: [[DEPOSIT, WITHDRAW]] };
   const sweeps = new Map<string, Promise<RawLog[]>>();
 
   async function sweep(from: bigint, to: bigint): Promise<RawLog[]> {
     const out: RawLog[] = [];
-    for (const [a, b] of blockRanges(from, to, maxBlocks)) {
+    for (const [a, b] of blockRanges(from, to, piece)) {
       const { logs } = await readCompleteLogs(client, filter, a, b, { maxBlocks });
       out.push(...logs);
     }

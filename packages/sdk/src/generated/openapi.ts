@@ -233,6 +233,30 @@ export type webhooks = {
         patch?: never;
         trace?: never;
     };
+    "chain_event.retracted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * chain_event.retracted
+         * @description A `deposit.confirmed`, `redeem.requested` or `redeem.confirmed` sent earlier is void: the chain reorganised deeper than its confirmation setting and its log is no longer in the canonical chain. Undo what the retracted event did; if the same transaction was mined again, its new event (a new id, with the new block) follows. Sent once per retracted event.
+         *
+         *     Dedupe key: (event_type, retracted_event_id).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
+         */
+        post: operations["webhook_chain_event_retracted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "deposit.confirmed": {
         parameters: {
             query?: never;
@@ -577,6 +601,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request";
+                    };
+                };
+            };
             /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
             401: {
                 headers: {
@@ -623,6 +663,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
         };
     };
     getProduct: {
@@ -652,6 +708,22 @@ export interface operations {
                         data: components["schemas"]["Product"];
                         /** @enum {boolean} */
                         success: true;
+                    };
+                };
+            };
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request";
                     };
                 };
             };
@@ -733,6 +805,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
         };
     };
     getApyHistory: {
@@ -768,7 +856,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_days`: days must be one of 7, 30, 180. */
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_days`: days must be one of 7, 30, 180. */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -780,7 +868,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "invalid_days";
+                        code?: "malformed_request" | "invalid_days";
                     };
                 };
             };
@@ -875,6 +963,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
                     };
                 };
             };
@@ -915,7 +1019,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_date`: Dates must be real YYYY-MM-DD days, start before end. `range_too_large`: The date span must not exceed 365 days. */
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_date`: Dates must be real YYYY-MM-DD days, start before end. `range_too_large`: The date span must not exceed 365 days. */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -927,7 +1031,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "invalid_date" | "range_too_large";
+                        code?: "malformed_request" | "invalid_date" | "range_too_large";
                     };
                 };
             };
@@ -1022,6 +1126,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
                     };
                 };
             };
@@ -1057,6 +1177,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request";
+                    };
+                };
+            };
             /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
             401: {
                 headers: {
@@ -1151,7 +1287,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
+            /** @description `service_unavailable`: The service is not ready. `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
             503: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1163,7 +1299,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "chain_rpc_unavailable";
+                        code?: "service_unavailable" | "chain_rpc_unavailable";
                     };
                 };
             };
@@ -1201,7 +1337,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_address`: address must be a 0x-prefixed, 42-character hexadecimal string. `chain_not_supported`: The address checksum does not match, or the product chain does not support it. */
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_address`: address must be a 0x-prefixed, 42-character hexadecimal string. `chain_not_supported`: The address checksum does not match, or the product chain does not support it. */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1213,7 +1349,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "invalid_address" | "chain_not_supported";
+                        code?: "malformed_request" | "invalid_address" | "chain_not_supported";
                     };
                 };
             };
@@ -1311,7 +1447,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
+            /** @description `service_unavailable`: The service is not ready. `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
             503: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1323,7 +1459,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "chain_rpc_unavailable";
+                        code?: "service_unavailable" | "chain_rpc_unavailable";
                     };
                 };
             };
@@ -1362,7 +1498,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_amount`: amount must be a plain decimal greater than 0 and at most 2^256. */
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_amount`: amount must be a plain decimal greater than 0 and at most 2^256. */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1374,7 +1510,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "invalid_amount";
+                        code?: "malformed_request" | "invalid_amount";
                     };
                 };
             };
@@ -1488,7 +1624,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `product_paused`: The product is paused. `service_unavailable`: The service is not ready. */
+            /** @description `service_unavailable`: The service is not ready. `product_paused`: The product is paused. */
             503: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1501,7 +1637,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "product_paused" | "service_unavailable";
+                        code?: "service_unavailable" | "product_paused";
                     };
                 };
             };
@@ -1573,7 +1709,7 @@ export interface operations {
                     "application/json": components["schemas"]["InboundAck"];
                 };
             };
-            /** @description `missing_idempotency_key`: The Idempotency-Key header is required. `unknown_event`: The event type is not accepted. `invalid_payload`: The request body is not valid. */
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `missing_idempotency_key`: The Idempotency-Key header is required. `unknown_event`: The event type is not accepted. `invalid_payload`: The request body is not valid. */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1585,7 +1721,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "missing_idempotency_key" | "unknown_event" | "invalid_payload";
+                        code?: "malformed_request" | "missing_idempotency_key" | "unknown_event" | "invalid_payload";
                     };
                 };
             };
@@ -1680,6 +1816,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
                     };
                 };
             };
@@ -1847,6 +1999,82 @@ export interface operations {
                     previous_apy: number;
                     /** @description Slug of the product. */
                     slug: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhook_chain_event_retracted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-core",
+                 *       "chain_id": 8453,
+                 *       "retracted_event_id": "evt_2VqN8xK3mB7pL1sT9wR4cY",
+                 *       "retracted_event_type": "deposit.confirmed",
+                 *       "tx_hash": "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060",
+                 *       "block_number": 18250112,
+                 *       "block_hash": "0x8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+                 *       "log_index": 7,
+                 *       "reason": "reorg",
+                 *       "detected_at": "2026-03-01T12:20:41Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The hash of that block, which the chain no longer has. */
+                    block_hash: string;
+                    /** @description The block the retracted log was in, before the reorganisation. */
+                    block_number: number;
+                    /** @description Chain id (JSON integer). */
+                    chain_id: number;
+                    /**
+                     * Format: date-time
+                     * @description When the service found the block gone, ISO 8601 UTC with `Z`.
+                     */
+                    detected_at: string;
+                    /** @description Index of the log in its block. */
+                    log_index: number;
+                    /**
+                     * @description Always `reorg`: the chain reorganised deeper than the confirmation setting of the chain.
+                     * @constant
+                     */
+                    reason: "reorg";
+                    /** @description The id of the event whose log is no longer on the chain (its `webhook-id`). */
+                    retracted_event_id: string;
+                    /** @description The type of the retracted event. */
+                    retracted_event_type: "deposit.confirmed" | "redeem.requested" | "redeem.confirmed";
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /** @description Transaction hash, lowercase 0x-prefixed. */
+                    tx_hash: string;
                 };
             };
         };
@@ -2302,4 +2530,4 @@ export interface operations {
 }
 
 /** The outbound event types of the catalogue, from the document's webhooks section. */
-export const webhookEventTypes = ["apy_change","deposit.confirmed","ping","product.deployed","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;
+export const webhookEventTypes = ["apy_change","chain_event.retracted","deposit.confirmed","ping","product.deployed","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;

@@ -34,12 +34,16 @@ interface IERC165Probe {
 /// charges a fee on yield only, split between the service and the partner.
 ///
 /// Accounting
-/// - `totalAssets()` = idle asset + value (underlying `convertToAssets`) of the underlying shares held
-///   and of those pending in asynchronous redeem requests.
+/// - `totalAssets()` = the active pool + what open asynchronous redeem requests hold: the value
+///   (underlying `convertToAssets`) of their underlying shares not yet redeemed, and the asset
+///   reserved for them (`reservedAssets`: the idle part each request took, and on a pooled-id
+///   underlying what its settled shares were redeemed for).
 /// - Open asynchronous redeem requests are set apart: their engine shares (escrowed in the engine,
-///   still in `totalSupply()`) and their underlying shares (in the underlying's redeem escrow) form
-///   no part of the share price, the fee or the conversions. Each request is settled by exactly what
-///   its own underlying request pays, never from the other holders' assets.
+///   still in `totalSupply()`), underlying shares and reserved asset form no part of the share price,
+///   the fee or the conversions. Each request is paid from what its own shares settled for (per
+///   request id, or its interval of a pooled id's queue, each part at its own fulfilment's price),
+///   never from the other holders' assets, less the fee on the yield it earned while waiting
+///   (docs/engine.md, "The fee on requests").
 /// - The share price, fees and conversions use the active pool: `activeAssets()` = idle + value of
 ///   the held underlying shares, over `activeSupply()` = `totalSupply()` - escrowed shares (plus the
 ///   fee shares not yet minted).
@@ -65,6 +69,11 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     uint8 private constant DECIMALS_OFFSET = 6;
     /// @notice The longest notice a deployment may set for fee increases.
     uint256 public constant MAX_FEE_CHANGE_DELAY = 90 days;
+    /// @notice The shortest notice a deployment may set: a fee increase is never a surprise.
+    uint256 public constant MIN_FEE_CHANGE_DELAY = 1 days;
+    /// @dev Request-id schemes of the underlying, learnt from its first request.
+    uint8 private constant SCHEME_OWN_IDS = 1;
+    uint8 private constant SCHEME_POOLED = 2;
 
     IERC4626 private immutable _underlying;
     bool public immutable isAsync;
@@ -108,6 +117,39 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     uint256 public pendingUnderlyingShares;
     /// @notice Engine shares escrowed by open requests (held by the engine, still in the supply).
     uint256 public escrowedShares;
+    /// @notice Asset held for open requests, out of the pool: the idle part each request took and,
+    /// on a pooled-id underlying, what the settled requests' underlying shares were redeemed for.
+    uint256 public reservedAssets;
+    /// @notice How the underlying numbers requests: 0 not yet known, 1 an id per request (a request
+    /// settles and is claimed on its own), 2 one pooled id (ERC-7540 reference pattern: every request
+    /// of the engine under id 0, fulfilled by amount, possibly in parts at different prices).
+    uint8 public requestIdScheme;
+
+    /// @dev Pooled scheme. Requests form one queue in underlying shares: request i covers
+    /// [start_i, start_i + underlyingShares_i) of the cumulative amount requested, and the
+    /// underlying fulfils that queue in order. Each time the engine finds shares claimable upstream
+    /// it redeems them at once and records a checkpoint: cumulative shares and assets received, and
+    /// the pool's own price then. A request is settled once the checkpoints cover its interval; its
+    /// assets are the checkpoints' assets over that interval (each part at the price it was settled
+    /// at), so no request waits on another's and none is paid another's price.
+    struct Checkpoint {
+        uint256 cumShares;
+        uint256 cumAssets;
+        uint256 poolPrice; // active pool's assets per share (PRICE_SCALE), 0 when the pool was empty
+    }
+
+    struct RequestTerms {
+        uint256 idleAssets; // engine idle asset set apart for the request at request time
+        uint256 baseAssets; // fee-free base: value at request, or at the high-water mark if higher
+        uint256 feeBps; // total fee in force at request: a later increase does not apply to it
+        uint256 queueStart; // pooled scheme: start of the request's interval in the queue
+    }
+
+    Checkpoint[] private _checkpoints;
+    /// @notice Pooled scheme: underlying shares requested in total, and settled (redeemed) in total.
+    uint256 public queuedUnderlyingShares;
+    uint256 public settledUnderlyingShares;
+    mapping(uint256 => RequestTerms) private _terms;
 
     /// @notice Fee of one accrual. Shares are minted to the recipients; assets are their value at
     /// accrual. The rounding remainder of the split goes to the partner.
@@ -132,9 +174,16 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     event RedeemClaimed(
         address indexed controller, address indexed receiver, uint256 indexed requestId, uint256 assets, uint256 shares
     );
+    /// @notice Pooled scheme: underlying shares found claimable were redeemed for `assets`.
+    event RequestsSettled(uint256 underlyingShares, uint256 assets, uint256 cumulativeShares);
+    /// @notice The fee on a claimed request's yield (also in `FeesAccrued` and the fee counters).
+    event RequestFeeCharged(uint256 indexed requestId, uint256 grossAssets, uint256 feeAssets);
 
     error FeeTooHigh(uint256 totalBps);
     error FeeChangeDelayTooLong(uint256 delay);
+    error FeeChangeDelayTooShort(uint256 delay);
+    /// @notice The asset delivered less than was sent (fee-on-transfer): such assets are refused.
+    error AssetTransferShortfall(uint256 sent, uint256 received);
     error NoFeeChangeScheduled();
     error FeeChangeNotDue(uint256 effectiveAt);
     error ZeroAddress();
@@ -145,7 +194,6 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     error NotController(uint256 requestId, address caller);
     error AlreadyClaimed(uint256 requestId);
     error NotClaimable(uint256 requestId);
-    error ExceedsUnderlying(uint256 underlyingShares, uint256 held);
     error ClaimShortfall(uint256 requestId, uint256 owed, uint256 received);
     error WrongAsset(address expected, address actual);
     error RenounceDisabled();
@@ -165,6 +213,7 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         if (serviceRecipient_ == address(0) || partnerRecipient_ == address(0)) revert ZeroAddress();
         if (underlying_.asset() != address(asset_)) revert WrongAsset(address(asset_), underlying_.asset());
         if (feeChangeDelay_ > MAX_FEE_CHANGE_DELAY) revert FeeChangeDelayTooLong(feeChangeDelay_);
+        if (feeChangeDelay_ < MIN_FEE_CHANGE_DELAY) revert FeeChangeDelayTooShort(feeChangeDelay_);
         _checkFees(serviceFeeBps_, partnerFeeBps_);
         _underlying = underlying_;
         serviceFeeRecipient = serviceRecipient_;
@@ -192,8 +241,9 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         return paused();
     }
 
+    /// @notice Asset held by the engine for the pool (the asset reserved for requests excluded).
     function idleAssets() public view returns (uint256) {
-        return IERC20(asset()).balanceOf(address(this));
+        return IERC20(asset()).balanceOf(address(this)) - reservedAssets;
     }
 
     function heldUnderlyingShares() public view returns (uint256) {
@@ -210,9 +260,10 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         return totalSupply() - escrowedShares;
     }
 
-    /// @notice Active pool + the value of the underlying shares pending in open redeem requests.
+    /// @notice Active pool + what open redeem requests hold: the value of their underlying shares
+    /// not yet redeemed and the asset reserved for them.
     function totalAssets() public view override returns (uint256) {
-        return activeAssets() + _underlying.convertToAssets(pendingUnderlyingShares);
+        return activeAssets() + _underlying.convertToAssets(pendingUnderlyingShares) + reservedAssets;
     }
 
     /// @notice Assets the engine can pay out at once: idle + what the underlying lets it withdraw
@@ -256,17 +307,31 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         return _requests[requestId];
     }
 
+    /// @notice The request's idle part, fee-free base and (pooled scheme) place in the queue.
+    function requestTerms(uint256 requestId) external view returns (RequestTerms memory) {
+        return _terms[requestId];
+    }
+
+    /// @notice Pooled scheme: the settlement checkpoints recorded so far.
+    function settlementCheckpoints() external view returns (Checkpoint[] memory) {
+        return _checkpoints;
+    }
+
     /// @notice Engine shares of an open request still waiting for the underlying (ERC-7540 view).
     function pendingRedeemRequest(uint256 requestId, address controller) external view returns (uint256) {
         RedeemRequest memory r = _requests[requestId];
-        if (r.controller == address(0) || r.controller != controller || r.claimed || _claimable(r)) return 0;
+        if (r.controller == address(0) || r.controller != controller || r.claimed || _claimable(requestId, r)) {
+            return 0;
+        }
         return r.shares;
     }
 
     /// @notice Engine shares of an open request that its controller can claim now (ERC-7540 view).
     function claimableRedeemRequest(uint256 requestId, address controller) external view returns (uint256) {
         RedeemRequest memory r = _requests[requestId];
-        if (r.controller == address(0) || r.controller != controller || r.claimed || !_claimable(r)) return 0;
+        if (r.controller == address(0) || r.controller != controller || r.claimed || !_claimable(requestId, r)) {
+            return 0;
+        }
         return r.shares;
     }
 
@@ -284,14 +349,22 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
 
     // ---------------------------------------------------------------- fees
 
+    /// @notice Charges the fee due; on a pooled-id underlying also settles what it made claimable.
     function accrueFees() external nonReentrant {
         _accrueFees();
+        _settleUpstream();
     }
 
     function _accrueFees() internal {
         (uint256 feeShares, uint256 feeAssets, uint256 newMark) = _computeFee();
         if (newMark > highWaterMark) highWaterMark = newMark;
         if (feeShares == 0) return;
+        _mintFee(feeShares, feeAssets);
+    }
+
+    /// @dev Mints `feeShares` (worth `feeAssets`) to the recipients in the fee ratio, rounding
+    /// remainder to the partner, and counts them.
+    function _mintFee(uint256 feeShares, uint256 feeAssets) private {
         uint256 totalBps = uint256(serviceFeeBps) + partnerFeeBps;
         uint256 serviceShares = feeShares.mulDiv(serviceFeeBps, totalBps);
         uint256 partnerShares = feeShares - serviceShares;
@@ -304,7 +377,13 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         if (serviceShares > 0) _mint(serviceFeeRecipient, serviceShares);
         if (partnerShares > 0) _mint(partnerFeeRecipient, partnerShares);
         emit FeesAccrued(
-            serviceFeeRecipient, partnerFeeRecipient, serviceShares, partnerShares, serviceAssets, partnerAssets, newMark
+            serviceFeeRecipient,
+            partnerFeeRecipient,
+            serviceShares,
+            partnerShares,
+            serviceAssets,
+            partnerAssets,
+            highWaterMark
         );
     }
 
@@ -460,7 +539,13 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     function maxMint(address receiver) public view override returns (uint256) {
         uint256 maxAssets = maxDeposit(receiver);
         if (maxAssets == type(uint256).max) return type(uint256).max;
-        return _convertToShares(maxAssets, Math.Rounding.Floor);
+        // Saturate rather than overflow (ERC-4626: max* never revert): the shares of maxAssets can
+        // exceed 2^256 - 1 when an underlying accepts nearly 2^256 assets and a share is worth
+        // less than one asset unit; every mint up to 2^256 - 1 shares then fits within maxAssets.
+        uint256 supply = activeSupply() + pendingFeeShares() + 10 ** DECIMALS_OFFSET;
+        uint256 assets = activeAssets() + 1;
+        if (assets < supply && maxAssets > type(uint256).max.mulDiv(assets, supply)) return type(uint256).max;
+        return maxAssets.mulDiv(supply, assets, Math.Rounding.Floor);
     }
 
     /// @notice The holder's assets, bounded by what the engine can pay out now (`exitLiquidity()`).
@@ -513,8 +598,17 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         return super.redeem(shares, receiver, owner_);
     }
 
+    /// @dev Asset policy: the engine credits shares for exactly `assets`, so it refuses an asset
+    /// that delivers less than is sent (fee-on-transfer): the shortfall would otherwise come out of
+    /// the other holders' assets. The balance is compared before and after the transfer.
     function _deposit(address caller, address receiver, uint256 assets, uint256 shares) internal override {
-        super._deposit(caller, receiver, assets, shares);
+        IERC20 token = IERC20(asset());
+        uint256 before = token.balanceOf(address(this));
+        token.safeTransferFrom(caller, address(this), assets);
+        uint256 received = token.balanceOf(address(this)) - before;
+        if (received != assets) revert AssetTransferShortfall(assets, received);
+        _mint(receiver, shares);
+        emit Deposit(caller, receiver, assets, shares);
         _underlying.deposit(assets, address(this));
     }
 
@@ -532,10 +626,12 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     // ---------------------------------------------------------------- asynchronous redeem
 
     /// @notice Opens an exit on an engine over an asynchronous (ERC-7540) vault. The shares are
-    /// escrowed in the engine (still in the supply, out of the active pool) and the underlying shares
-    /// they are worth now are requested from the underlying with the standard
-    /// `requestRedeem(shares, controller = engine, owner = engine)`. The share price of the other
-    /// holders does not fall. `claimRedeem` pays exactly what that underlying request pays.
+    /// escrowed in the engine (still in the supply, out of the active pool). The request takes its
+    /// share of the pool's idle asset (set apart in `reservedAssets`) and requests the underlying
+    /// shares worth the rest of its value with the standard
+    /// `requestRedeem(shares, controller = engine, owner = engine)`. Both are rounded down, so the
+    /// share price of the other holders does not fall, and the last holder can always request its
+    /// whole balance (the underlying part is capped by the shares held).
     function requestRedeem(uint256 shares, address controller, address owner_)
         external
         nonReentrant
@@ -545,59 +641,177 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         if (shares == 0) revert ZeroShares();
         if (controller == address(0)) revert ZeroAddress();
         _accrueFees();
+        _settleUpstream();
         if (msg.sender != owner_) _spendAllowance(owner_, msg.sender, shares);
-        uint256 assets = _convertToAssets(shares, Math.Rounding.Floor);
-        // Rounded down: the request never takes more than the shares are worth from the pool.
-        uint256 uShares = _underlying.convertToShares(assets);
-        uint256 held = heldUnderlyingShares();
-        if (uShares > held) revert ExceedsUnderlying(uShares, held);
+        // Moving the shares into escrow first checks the balance; the active supply is unchanged
+        // until `escrowedShares` counts them.
         _transfer(owner_, address(this), shares);
+        uint256 supply = activeSupply();
+        uint256 value = _convertToAssets(shares, Math.Rounding.Floor);
+        uint256 idlePart = Math.min(idleAssets().mulDiv(shares, supply), value);
+        uint256 uShares = Math.min(_underlying.convertToShares(value - idlePart), heldUnderlyingShares());
+        // The fee-free base: what the shares are worth now, or at the high-water mark when the
+        // price is below it (a pool holder pays no fee on a recovery up to the mark either).
+        uint256 base = Math.max(value, shares.mulDiv(highWaterMark, PRICE_SCALE));
         escrowedShares += shares;
+        reservedAssets += idlePart;
         pendingUnderlyingShares += uShares;
-        // Shares worth less than one underlying share (dust, e.g. a fee remainder) need no underlying
-        // request: the request is claimable at once and pays nothing, so that dust never locks a
-        // holder out of a deprecated engine.
-        uint256 uRequestId = uShares == 0
-            ? 0
-            : IERC7540Redeem(address(_underlying)).requestRedeem(uShares, address(this), address(this));
         requestId = nextRequestId++;
-        _requests[requestId] = RedeemRequest(controller, owner_, shares, uRequestId, uShares, false);
+        _requests[requestId] = RedeemRequest(controller, owner_, shares, 0, uShares, false);
+        _terms[requestId] =
+            RequestTerms(idlePart, base, uint256(serviceFeeBps) + partnerFeeBps, queuedUnderlyingShares);
+        // Shares worth less than one underlying share (dust, e.g. a fee remainder) need no underlying
+        // request: the request is claimable at once and pays its idle part.
+        if (uShares > 0) {
+            uint8 scheme = requestIdScheme;
+            if (scheme != SCHEME_OWN_IDS) queuedUnderlyingShares += uShares;
+            uint256 uRequestId =
+                IERC7540Redeem(address(_underlying)).requestRedeem(uShares, address(this), address(this));
+            if (scheme == 0) {
+                // Learnt once: the reference pattern files every request under id 0.
+                scheme = uRequestId == 0 ? SCHEME_POOLED : SCHEME_OWN_IDS;
+                requestIdScheme = scheme;
+                if (scheme == SCHEME_OWN_IDS) queuedUnderlyingShares = 0;
+            }
+            _requests[requestId].underlyingRequestId = uRequestId;
+        }
         emit RedeemRequested(controller, owner_, requestId, msg.sender, shares);
     }
 
-    /// @notice Claims a settled request (caller must be its controller): redeems the request's own
-    /// underlying shares with the standard `redeem(shares, engine, engine)`, burns the escrowed shares
-    /// and pays the receiver exactly the assets received. Reverts while the underlying request is not
-    /// claimable, and when the assets received fall short of what the underlying reported.
-    /// Emits the standard `Withdraw(sender, receiver, controller, assets, shares)`.
+    /// @notice Pooled scheme: redeems whatever the underlying has made claimable and records the
+    /// checkpoint, so that the requests it covers become claimable. Every request, claim and
+    /// `accrueFees()` does this after its accrual; anyone may call it (a keeper calling it after each upstream fulfilment keeps the
+    /// settlement prices of successive fulfilments apart).
+    function settleRequests() external nonReentrant {
+        _accrueFees();
+        _settleUpstream();
+    }
+
+    function _settleUpstream() private {
+        if (requestIdScheme != SCHEME_POOLED) return;
+        uint256 uShares = Math.min(_underlying.maxRedeem(address(this)), pendingUnderlyingShares);
+        if (uShares == 0) return;
+        uint256 cumShares = settledUnderlyingShares + uShares;
+        settledUnderlyingShares = cumShares;
+        pendingUnderlyingShares -= uShares;
+        uint256 before = IERC20(asset()).balanceOf(address(this));
+        uint256 owed = _underlying.redeem(uShares, address(this), address(this));
+        uint256 received = IERC20(asset()).balanceOf(address(this)) - before;
+        if (received < owed) revert ClaimShortfall(0, owed, received);
+        reservedAssets += received;
+        uint256 n = _checkpoints.length;
+        uint256 cumAssets = (n == 0 ? 0 : _checkpoints[n - 1].cumAssets) + received;
+        _checkpoints.push(Checkpoint(cumShares, cumAssets, _poolPrice()));
+        emit RequestsSettled(uShares, received, cumShares);
+    }
+
+    /// @dev The active pool's real price (no virtual offsets; PRICE_SCALE), 0 when it has no shares.
+    function _poolPrice() private view returns (uint256) {
+        uint256 supply = activeSupply() + pendingFeeShares();
+        if (supply == 0) return 0;
+        return activeAssets().mulDiv(PRICE_SCALE, supply);
+    }
+
+    /// @notice Claims a settled request (caller must be its controller) and pays the receiver its
+    /// due: the request's gross (its idle part + what its underlying shares were settled for) less
+    /// the fee on the yield it earned since the request (docs/engine.md, "The fee on requests").
+    /// Reverts while the request is not settled (`NotClaimable`) and when the underlying pays less
+    /// than it reported (`ClaimShortfall`). Emits the standard `Withdraw`.
     function claimRedeem(uint256 requestId, address receiver) external nonReentrant returns (uint256 assets) {
         RedeemRequest storage r = _requests[requestId];
         if (r.controller != msg.sender) revert NotController(requestId, msg.sender);
         if (r.claimed) revert AlreadyClaimed(requestId);
-        if (!_claimable(r)) revert NotClaimable(requestId);
         _accrueFees();
+        _settleUpstream();
+        if (!_claimable(requestId, r)) revert NotClaimable(requestId);
+        RequestTerms memory t = _terms[requestId];
         uint256 shares = r.shares;
         uint256 uShares = r.underlyingShares;
+        uint256 gross = t.idleAssets;
+        uint256 poolPrice;
+        // Effects first: the request is closed and its engine shares burnt before any external call.
         r.claimed = true;
         escrowedShares -= shares;
-        pendingUnderlyingShares -= uShares;
-        if (uShares > 0) {
-            uint256 idleBefore = idleAssets();
-            uint256 owed = _underlying.redeem(uShares, address(this), address(this));
-            assets = idleAssets() - idleBefore;
-            if (assets < owed) revert ClaimShortfall(requestId, owed, assets);
-        }
         _burn(address(this), shares);
+        if (uShares > 0 && requestIdScheme == SCHEME_POOLED) {
+            uint256 k = _checkpointCovering(t.queueStart + uShares);
+            gross += _cumAssetsAt(t.queueStart + uShares, k) - _cumAssetsAt(t.queueStart, _checkpointCovering(t.queueStart));
+            poolPrice = _checkpoints[k].poolPrice;
+        } else {
+            poolPrice = _poolPrice();
+            if (uShares > 0) {
+                // Own ids: the request's own underlying shares, redeemed now.
+                pendingUnderlyingShares -= uShares;
+                uint256 before = IERC20(asset()).balanceOf(address(this));
+                uint256 owed = _underlying.redeem(uShares, address(this), address(this));
+                uint256 received = IERC20(asset()).balanceOf(address(this)) - before;
+                if (received < owed) revert ClaimShortfall(requestId, owed, received);
+                reservedAssets += received;
+                gross += received;
+            }
+        }
+        assets = _requestDue(gross, t, shares, poolPrice);
+        uint256 fee = gross - assets;
+        // The fee joins the pool and shares worth exactly that go to the recipients, priced before
+        // it joins (the pool's price does not move). With no fee in force it stays in the pool.
+        uint256 feeShares;
+        if (fee > 0 && uint256(serviceFeeBps) + partnerFeeBps > 0) feeShares = _convertToShares(fee, Math.Rounding.Floor);
+        reservedAssets -= gross;
+        if (fee > 0) emit RequestFeeCharged(requestId, gross, fee);
+        if (feeShares > 0) _mintFee(feeShares, fee);
         IERC20(asset()).safeTransfer(receiver, assets);
         emit Withdraw(msg.sender, receiver, msg.sender, assets, shares);
         emit RedeemClaimed(msg.sender, receiver, requestId, assets, shares);
     }
 
-    /// @dev The underlying request no longer pending and the engine's claimable shares cover it.
-    /// Claimable shares of one controller are fungible in ERC-7540 (claims are by amount), so the
-    /// aggregate is what counts; the request's own pending amount says whether it has settled.
-    function _claimable(RedeemRequest memory r) private view returns (bool) {
+    /// @dev The fee rule on requests. The yield a request earned is its gross above its fee-free
+    /// base; it is charged the lower of the total fee in force at the request and at the claim,
+    /// rounded down as the pool's fee is. The due is also never more than the same shares were
+    /// worth in the pool (its real price, net of fees) when the request settled, so requesting
+    /// early never beats staying in the pool: what the underlying paid beyond that (the yield the
+    /// pool's fee shares earn, which a pool holder also forgoes) is fee too.
+    function _requestDue(uint256 gross, RequestTerms memory t, uint256 shares, uint256 poolPrice)
+        private
+        view
+        returns (uint256 due)
+    {
+        due = gross;
+        uint256 feeBps = Math.min(t.feeBps, uint256(serviceFeeBps) + partnerFeeBps);
+        if (gross > t.baseAssets) due = gross - (gross - t.baseAssets).mulDiv(feeBps, BPS);
+        if (poolPrice > 0) due = Math.min(due, shares.mulDiv(poolPrice, PRICE_SCALE));
+    }
+
+    /// @dev Index of the first checkpoint whose cumulative shares reach `x` (binary search).
+    function _checkpointCovering(uint256 x) private view returns (uint256 lo) {
+        uint256 hi = _checkpoints.length;
+        while (lo < hi) {
+            uint256 mid = (lo + hi) / 2;
+            if (_checkpoints[mid].cumShares < x) lo = mid + 1;
+            else hi = mid;
+        }
+    }
+
+    /// @dev Cumulative assets received for the first `x` queued underlying shares: exact at each
+    /// checkpoint, linear (the fulfilment's own price) within one, rounded down.
+    function _cumAssetsAt(uint256 x, uint256 k) private view returns (uint256) {
+        if (x == 0) return 0;
+        Checkpoint memory cur = _checkpoints[k];
+        (uint256 prevShares, uint256 prevAssets) = k == 0 ? (0, 0) : (_checkpoints[k - 1].cumShares, _checkpoints[k - 1].cumAssets);
+        return prevAssets + (x - prevShares).mulDiv(cur.cumAssets - prevAssets, cur.cumShares - prevShares);
+    }
+
+    /// @dev Whether the request can be claimed now. Dust is at once. Pooled scheme: its interval of
+    /// the queue is covered by what is settled or claimable upstream (claimRedeem settles first).
+    /// Own ids: its own underlying request is no longer pending and the engine's claimable shares
+    /// cover it (claimable shares of one controller are fungible in ERC-7540: claims are by amount).
+    function _claimable(uint256 requestId, RedeemRequest memory r) private view returns (bool) {
         if (r.underlyingShares == 0) return true; // dust: nothing was requested upstream
+        if (requestIdScheme == SCHEME_POOLED) {
+            uint256 end = _terms[requestId].queueStart + r.underlyingShares;
+            if (end <= settledUnderlyingShares) return true;
+            uint256 upstream = Math.min(_underlying.maxRedeem(address(this)), pendingUnderlyingShares);
+            return end <= settledUnderlyingShares + upstream;
+        }
         if (IERC7540Redeem(address(_underlying)).pendingRedeemRequest(r.underlyingRequestId, address(this)) > 0) {
             return false;
         }

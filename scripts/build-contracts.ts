@@ -23,6 +23,10 @@ export const CONTRACTS = [
   'AsyncYieldVault',
   'YieldEngine',
   'Multicall3',
+  // Test contracts: underlyings and an asset the engine must cope with (test/chain).
+  'PooledAsyncVault',
+  'FeeOnTransferUSD',
+  'HugeDepositVault',
 ] as const;
 
 interface SolcModule {

@@ -13,6 +13,12 @@ export interface EngineFigures {
   engineFeeShares: bigint;
   serviceFeeAssetsTotal: bigint;
   partnerFeeAssetsTotal: bigint;
+  /**
+   * The active pool: `activeAssets()` and `activeSupply()` + the pending fee shares, the price a
+   * pool holder gets. Equal to the totals unless open asynchronous requests are counted in them.
+   */
+  enginePoolAssets: bigint;
+  enginePoolSupply: bigint;
 }
 
 export async function readEngineFigures(
@@ -20,19 +26,31 @@ export async function readEngineFigures(
   params: { engine: Address; blockNumber: bigint },
 ): Promise<EngineFigures> {
   const { engine: address, blockNumber } = params;
-  const read = <F extends 'accountingSnapshot' | 'serviceFeeAssetsTotal' | 'partnerFeeAssetsTotal'>(
+  const read = <
+    F extends
+      | 'accountingSnapshot'
+      | 'serviceFeeAssetsTotal'
+      | 'partnerFeeAssetsTotal'
+      | 'activeAssets'
+      | 'activeSupply',
+  >(
     functionName: F,
   ) => client.readContract({ address, abi: yieldEngineAbi, functionName, blockNumber });
-  const [[assets, supply, feeShares], serviceTotal, partnerTotal] = await Promise.all([
-    read('accountingSnapshot'),
-    read('serviceFeeAssetsTotal'),
-    read('partnerFeeAssetsTotal'),
-  ]);
+  const [[assets, supply, feeShares], serviceTotal, partnerTotal, poolAssets, poolSupply] =
+    await Promise.all([
+      read('accountingSnapshot'),
+      read('serviceFeeAssetsTotal'),
+      read('partnerFeeAssetsTotal'),
+      read('activeAssets'),
+      read('activeSupply'),
+    ]);
   return {
     engineAssets: assets,
     engineSupply: supply,
     engineFeeShares: feeShares,
     serviceFeeAssetsTotal: serviceTotal,
     partnerFeeAssetsTotal: partnerTotal,
+    enginePoolAssets: poolAssets,
+    enginePoolSupply: poolSupply + feeShares,
   };
 }

@@ -30,6 +30,13 @@ export interface Snapshot {
   engineTotalAssets: bigint;
   /** Engine ERC-20 supply plus the fee shares pending at that block. */
   engineTotalSupply: bigint;
+  /**
+   * The active pool (migration 0040): activeAssets and activeSupply + pending fee shares, the price
+   * a pool holder gets (on an asynchronous product the totals also count open requests). Equal to
+   * the totals on a synchronous product; null on rows written before.
+   */
+  enginePoolAssets?: bigint | null;
+  enginePoolSupply?: bigint | null;
   underlyingTotalAssets: bigint;
   underlyingTotalSupply: bigint;
   /** Cumulative fee counters of the engine at the block (assets valued at accrual). */
@@ -91,6 +98,8 @@ interface SnapshotRow {
   estimated_underlying_apy: string | null;
   estimated_net_apy: string | null;
   block_hash: `0x${string}` | null;
+  engine_pool_assets: string | null;
+  engine_pool_supply: string | null;
 }
 
 const COLUMNS = [
@@ -117,12 +126,14 @@ const COLUMNS = [
   'estimated_underlying_apy',
   'estimated_net_apy',
   'block_hash',
+  'engine_pool_assets',
+  'engine_pool_supply',
 ] as const;
 
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
 /** A real row the processor relies on: not provisional, and written since migration 0021. */
 const FINAL = 'NOT provisional AND partner_fee_pending IS NOT NULL';
-/** Rows per INSERT statement: 23 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** Rows per INSERT statement: 25 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -153,6 +164,8 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     estimatedUnderlyingApy: r.estimated_underlying_apy,
     estimatedNetApy: r.estimated_net_apy,
     blockHash: r.block_hash,
+    enginePoolAssets: bigOrNull(r.engine_pool_assets),
+    enginePoolSupply: bigOrNull(r.engine_pool_supply),
   };
 }
 
@@ -182,6 +195,8 @@ function params(s: Snapshot): unknown[] {
     s.estimatedUnderlyingApy ?? null,
     s.estimatedNetApy ?? null,
     s.blockHash ?? null,
+    str(s.enginePoolAssets ?? null),
+    str(s.enginePoolSupply ?? null),
   ];
 }
 

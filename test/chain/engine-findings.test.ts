@@ -169,9 +169,19 @@ describe('finding 1: asynchronous exits through the standard ERC-7540 redeem flo
     if (upstreamWithdraw?.eventName !== 'Withdraw') throw new Error('no upstream Withdraw');
     expect(upstreamWithdraw.args.owner).toBe(getAddress(engine));
     expect(upstreamWithdraw.args.shares).toBe(request.underlyingShares);
-    // ... and paid the holder exactly what it received.
-    expect((await assetBalance(fx, alice)) - before).toBe(upstreamWithdraw.args.assets);
-    expect(claim.preview).toBe(upstreamWithdraw.args.assets);
+    // ... and paid the holder what it received less the fee on the request's yield (issue #28:
+    // 15 % of what the request earned above its value at request time).
+    const terms = await fx.client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'requestTerms',
+      args: [requestId],
+    });
+    const gross = upstreamWithdraw.args.assets + terms.idleAssets;
+    const fee = ((gross - terms.baseAssets) * 1_500n) / 10_000n;
+    expect(fee).toBeGreaterThan(0n);
+    expect((await assetBalance(fx, alice)) - before).toBe(gross - fee);
+    expect(claim.preview).toBe(gross - fee);
     expect(await views()).toEqual([0n, 0n]);
     expect(await readExitStatus(fx.client, { engine })).toMatchObject({ async: true });
   });

@@ -32,6 +32,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineConstructorArgs } from '../../src/chain/deploy.ts';
 import {
+  pooledAsyncVaultAbi,
+  pooledAsyncVaultBytecode,
   testUSDAbi,
   yieldEngineAbi,
   yieldEngineBytecode,
@@ -43,7 +45,7 @@ import { type Fixture, OPERATOR, PARTNER, SERVICE, setupFixture, USD, USERS } fr
 import { type BatchRpc, createBatchRpc, type Read, ReadBatch } from './rpc-batch.ts';
 
 const TOTAL_OPS = Number(process.env.ENGINE_FUZZ_OPS ?? 3000);
-const SEED_COUNT = Number(process.env.ENGINE_FUZZ_SEEDS ?? 4);
+const SEED_COUNT = Number(process.env.ENGINE_FUZZ_SEEDS ?? 6);
 const SEED_PREFIX = process.env.ENGINE_FUZZ_SEED_PREFIX ?? 'engine-fuzz';
 const OPS_PER_SEED = Math.ceil(TOTAL_OPS / SEED_COUNT);
 
@@ -62,8 +64,10 @@ const PPM = 1_000_000n;
 const engineAbi = yieldEngineAbi as Abi;
 const vaultAbi = yieldVaultAbi as Abi;
 const assetAbi = testUSDAbi as Abi;
+const pooledAbi = pooledAsyncVaultAbi as Abi;
 
-type Kind = 'sync' | 'async';
+/** async: an id per request (AsyncYieldVault); pooled: every request under id 0 (PooledAsyncVault). */
+type Kind = 'sync' | 'async' | 'pooled';
 
 type Op =
   | { kind: 'deposit'; actor: Address; amount: bigint | 'max' }
@@ -86,7 +90,9 @@ type Op =
   | { kind: 'pause'; on: boolean }
   | { kind: 'upstreamPause'; on: boolean }
   | { kind: 'exitHalt'; on: boolean }
-  | { kind: 'deprecate' };
+  | { kind: 'deprecate' }
+  /** Pooled underlying: its operator fulfils this part of the engine's pending shares. */
+  | { kind: 'fulfil'; ppm: bigint };
 
 interface OpenRequest {
   id: bigint;
@@ -94,6 +100,12 @@ interface OpenRequest {
   shares: bigint;
   uShares: bigint;
   settleAt: number;
+  /** The idle asset the request took (reserved), its fee-free base and the fee in force then. */
+  idle: bigint;
+  base: bigint;
+  feeBps: bigint;
+  /** Pooled underlying: start of the request's interval in the engine's queue. */
+  queueStart: bigint;
 }
 
 interface Model {
@@ -107,6 +119,17 @@ interface Model {
   upstreamPaused: boolean;
   exitsHalted: boolean;
   requests: Map<bigint, OpenRequest>;
+  /**
+   * Pooled underlying: underlying shares queued by the engine's requests, fulfilled by the vault,
+   * settled (redeemed) by the engine; the engine's checkpoints as modelled; asset settled and not
+   * yet paid out by a claim.
+   */
+  pooled: boolean;
+  queued: bigint;
+  fulfilled: bigint;
+  settled: bigint;
+  checkpoints: { cumShares: bigint; cumAssets: bigint; poolPrice: bigint }[];
+  settledUnpaid: bigint;
   /** Engine share balances as of the last step (they do not move with time). */
   balances: Map<Address, bigint>;
   mark: bigint;
@@ -132,6 +155,8 @@ interface Lane {
   fx: Fixture;
   batchRpc: BatchRpc;
   baseSnapshot: string;
+  /** The ERC-7540 reference-pattern underlying (every request under id 0). */
+  pooledVault: Address;
 }
 const LANE_COUNT = 2;
 const lanes: Lane[] = [];
@@ -144,11 +169,29 @@ function lane(): Lane {
 
 async function setupLane(): Promise<Lane> {
   const fx = await setupFixture();
-  const l: Lane = { fx, batchRpc: createBatchRpc(fx.anvil.rpcUrl), baseSnapshot: '' };
+  const l: Lane = {
+    fx,
+    batchRpc: createBatchRpc(fx.anvil.rpcUrl),
+    baseSnapshot: '',
+    pooledVault: fx.asset,
+  };
   lanes.push(l);
   await laneStore.run(l, async () => {
+    const [deployed] = await mine([
+      {
+        from: OPERATOR,
+        data: encodeDeployData({
+          abi: pooledAsyncVaultAbi,
+          bytecode: pooledAsyncVaultBytecode,
+          args: [fx.asset, 'Pooled', 'pUSD', OPERATOR, aprBpsToRatePerSecond(600)],
+        }),
+      },
+    ]);
+    if (!deployed?.contractAddress) throw new Error('pooled vault deployment failed');
+    l.pooledVault = getAddress(deployed.contractAddress);
+    await sendNow(OPERATOR, fx.asset, enc(assetAbi, 'setMinter', [l.pooledVault, true]));
     // The donor also buys underlying shares for the engine.
-    for (const vault of [fx.syncVault, fx.asyncVault]) {
+    for (const vault of [fx.syncVault, fx.asyncVault, l.pooledVault]) {
       await sendNow(
         DONOR,
         fx.asset,
@@ -318,6 +361,17 @@ class SeedRun {
     return b.call<bigint>(this.m.engine, engineAbi, fn, args, { block });
   }
 
+  /**
+   * Whether a request is settled upstream (claimable once exits are open): dust at once; an own-id
+   * request after the vault's settlement delay; a pooled one once the vault's fulfilments reach
+   * the end of its interval of the queue, whatever requests after it are still pending.
+   */
+  covered(r: OpenRequest): boolean {
+    if (r.uShares === 0n) return true;
+    if (this.m.pooled) return r.queueStart + r.uShares <= this.m.fulfilled;
+    return r.settleAt <= lane().fx.now;
+  }
+
   /** Random op from the current model. */
   pick(isLastPhase: boolean): Op {
     const { prng, m } = this;
@@ -345,7 +399,7 @@ class SeedRun {
     if (m.isAsync && w(90)) {
       const open = [...m.requests.values()];
       if (open.length > 0) {
-        const due = open.filter((r) => r.settleAt <= lane().fx.now);
+        const due = open.filter((r) => this.covered(r));
         const r = due.length > 0 && prng.chance(0.9) ? prng.pick(due) : prng.pick(open);
         return {
           kind: 'claim',
@@ -354,6 +408,8 @@ class SeedRun {
         };
       }
     }
+    if (m.pooled && m.queued > m.fulfilled && w(70))
+      return { kind: 'fulfil', ppm: prng.chance(0.3) ? PPM : BigInt(prng.int(1, 1_000_000)) };
     if (w(50)) {
       const to = prng.pick(HOLDERS.filter((h) => h !== holder));
       return { kind: 'transfer', from: holder, to, ppm: ppm() };
@@ -418,6 +474,13 @@ class SeedRun {
       uTotalAssets: a.call<bigint>(m.vault, vaultAbi, 'totalAssets', [], { block: P }),
       uTotalSupply: a.call<bigint>(m.vault, vaultAbi, 'totalSupply', [], { block: P }),
       uMaxDeposit: a.call<bigint>(m.vault, vaultAbi, 'maxDeposit', [m.engine], { block: P }),
+      // Pooled underlying: what the vault has fulfilled for the engine and not yet paid out.
+      uClaimable: m.pooled
+        ? a.call<bigint>(m.vault, pooledAbi, 'claimableShares', [m.engine], { block: P })
+        : undefined,
+      uClaimableAssets: m.pooled
+        ? a.call<bigint>(m.vault, pooledAbi, 'claimableAssets', [m.engine], { block: P })
+        : undefined,
       values: new Map(HOLDERS.map((h) => [h, eng('convertToAssets', [m.balances.get(h) ?? 0n])])),
     };
     const receiver = op.kind === 'claim' ? op.receiver : actor;
@@ -463,7 +526,10 @@ class SeedRun {
     let preview: Read<bigint> | undefined;
     let amount = 0n;
     let owed: Read<bigint> | undefined;
+    let stayValue: Read<bigint> | undefined;
+    let claimCovered = false;
     let expectedUShares = 0n;
+    let expectedIdle = 0n;
     const balance = m.balances.get(actor) ?? 0n;
     const feeTotal = m.fees.s + m.fees.p;
     const serviceFee = feeTotal === 0n ? 0n : (pre.pendingFeeShares() * m.fees.s) / feeTotal;
@@ -591,8 +657,17 @@ class SeedRun {
       case 'claim': {
         const r = m.requests.get(op.id);
         if (!r) return this.skip();
-        expectOk = r.uShares === 0n || (r.settleAt <= lane().fx.now && !m.exitsHalted);
+        if (m.pooled) {
+          // Settled by the engine already, or fulfilled upstream and settled by the claim itself.
+          const end = r.queueStart + r.uShares;
+          claimCovered =
+            r.uShares === 0n || end <= m.settled || (end <= m.fulfilled && !m.exitsHalted);
+        } else {
+          claimCovered = r.uShares === 0n || (r.settleAt <= lane().fx.now && !m.exitsHalted);
+        }
+        expectOk = claimCovered;
         owed = b.call<bigint>(m.vault, vaultAbi, 'convertToAssets', [r.uShares], { block: P });
+        stayValue = engB('convertToAssets', [r.shares]);
         txs.push({
           from: r.controller,
           to: m.engine,
@@ -686,6 +761,17 @@ class SeedRun {
         expectOk = !m.deprecated;
         txs.push({ from: OPERATOR, to: m.engine, data: enc(engineAbi, 'deprecate') });
         break;
+      case 'fulfil': {
+        const open = m.queued - m.fulfilled;
+        if (!m.pooled || open === 0n) return this.skip();
+        amount = frac(open, op.ppm);
+        txs.push({
+          from: OPERATOR,
+          to: m.vault,
+          data: enc(pooledAbi, 'fulfillRedeem', [m.engine, amount]),
+        });
+        break;
+      }
     }
     await b.run();
     for (const [what, sim] of sims) {
@@ -702,13 +788,15 @@ class SeedRun {
     if (op.kind === 'mint')
       expectOk = amount <= pre.maxMint() && (preview?.() ?? 0n) <= pre.assetOfActor();
     if (op.kind === 'request') {
-      expectedUShares = uConvertToShares(preview?.() ?? 0n);
-      // Dust (worth no underlying share) is a request too: claimable at once, paying nothing.
-      expectOk =
-        m.isAsync &&
-        amount > 0n &&
-        amount <= balance + ownPendingFee &&
-        expectedUShares <= pre.held();
+      // The request takes its share of the idle asset (of the supply after the call's accrual)
+      // and the underlying shares worth the rest of its value, capped by those held (issue #28:
+      // the last holder can request everything, whatever the split).
+      const value = preview?.() ?? 0n;
+      const supply = pre.activeSupply() + pre.pendingFeeShares();
+      expectedIdle = supply === 0n ? 0n : min((pre.idle() * amount) / supply, value);
+      expectedUShares = min(uConvertToShares(value - expectedIdle), pre.held());
+      // Dust (worth no underlying share) is a request too: claimable at once, paying its idle part.
+      expectOk = m.isAsync && amount > 0n && amount <= balance + ownPendingFee;
     }
 
     // ---- mine
@@ -726,6 +814,7 @@ class SeedRun {
       held: engC('heldUnderlyingShares'),
       pending: engC('pendingUnderlyingShares'),
       escrowed: engC('escrowedShares'),
+      reserved: engC('reservedAssets'),
       mark: engC('highWaterMark'),
       pendingFeeShares: engC('pendingFeeShares'),
       s: c.call<number>(m.engine, engineAbi, 'serviceFeeBps'),
@@ -748,6 +837,15 @@ class SeedRun {
               m.engine,
               engineAbi,
               'redeemRequest',
+              [pre.nextRequestId()],
+            )
+          : undefined,
+      terms:
+        op.kind === 'request'
+          ? c.call<{ idleAssets: bigint; baseAssets: bigint; feeBps: bigint }>(
+              m.engine,
+              engineAbi,
+              'requestTerms',
               [pre.nextRequestId()],
             )
           : undefined,
@@ -803,8 +901,44 @@ class SeedRun {
 
     // ---- per-op checks
     const ev = (name: string) => logs.filter((l) => l.eventName === name);
+    if (op.kind === 'claim' && claimCovered) {
+      this.check(ok, "no user's claim is blocked by another's pending request", () =>
+        JSON.stringify(op, bigintJson),
+      );
+    }
+    // Pooled underlying: a request, a claim or accrueFees() first settles what the vault made
+    // claimable, at the price the vault fulfilled it at; the checkpoint keeps the pool's price.
+    if (m.pooled && ok && (op.kind === 'request' || op.kind === 'claim' || op.kind === 'accrue')) {
+      const claimable = pre.uClaimable?.() ?? 0n;
+      const swept = m.exitsHalted ? 0n : min(claimable, m.queued - m.settled);
+      const settledEv = ev('RequestsSettled');
+      if (swept > 0n) {
+        const all = pre.uClaimableAssets?.() ?? 0n;
+        const assets = swept === claimable ? all : (all * swept) / claimable;
+        const supply = pre.activeSupply() + pre.pendingFeeShares();
+        const last = m.checkpoints[m.checkpoints.length - 1];
+        m.settled += swept;
+        m.checkpoints.push({
+          cumShares: m.settled,
+          cumAssets: (last?.cumAssets ?? 0n) + assets,
+          poolPrice: supply === 0n ? 0n : (pre.activeAssets() * PRICE_SCALE) / supply,
+        });
+        m.settledUnpaid += assets;
+        this.eq(settledEv.length, 1, 'the engine settles what the vault made claimable');
+        this.eq(
+          (settledEv[0]?.args.assets as bigint | undefined) ?? -1n,
+          assets,
+          'settled at the price the vault fulfilled at',
+        );
+      } else {
+        this.eq(settledEv.length, 0, 'nothing to settle');
+      }
+    }
     // A round trip's second call accrues again (the deposit grew the supply): the model is of the first.
-    const fee = engineLogs(receipts[0]?.logs ?? [], m.engine).filter(
+    // A claim's request fee (issue #28) is minted after RequestFeeCharged: checked with the claim.
+    const firstLogs = engineLogs(receipts[0]?.logs ?? [], m.engine);
+    const requestFeeAt = firstLogs.findIndex((l) => l.eventName === 'RequestFeeCharged');
+    const fee = (requestFeeAt < 0 ? firstLogs : firstLogs.slice(0, requestFeeAt)).filter(
       (l) => l.eventName === 'FeesAccrued',
     );
     if (ok && accrues) {
@@ -907,21 +1041,87 @@ class SeedRun {
             expectedUShares,
             'request takes the underlying shares its engine shares are worth',
           );
+          const terms = post.terms?.();
+          this.eq(
+            terms?.idleAssets ?? -1n,
+            expectedIdle,
+            'request takes its share of the idle asset',
+          );
+          // Fee-free base: the value at request, or at the high-water mark when below it.
+          const base = max(preview?.() ?? 0n, (amount * post.mark()) / PRICE_SCALE);
+          this.eq(terms?.baseAssets ?? -1n, base, 'request base = max(value, value at the mark)');
+          this.eq(terms?.feeBps ?? -1n, m.fees.s + m.fees.p, 'request keeps the fee in force');
           m.requests.set(id, {
             id,
             controller: actor,
             shares: amount,
             uShares: expectedUShares,
             settleAt: lane().fx.now - 1 + (expectedUShares === 0n ? 0 : SETTLEMENT),
+            idle: expectedIdle,
+            base,
+            feeBps: m.fees.s + m.fees.p,
+            queueStart: m.queued,
           });
+          if (m.pooled) m.queued += expectedUShares;
           break;
         }
         case 'claim': {
           const r = m.requests.get(op.id) as OpenRequest;
           const e = ev('Withdraw')[0]?.args ?? {};
-          this.eq(e.assets as bigint, owed?.() ?? -1n, 'a claim pays exactly what it owes');
+          // The fee rule on requests (docs/engine.md): gross = idle part + what the underlying
+          // shares pay; the fee is the lower fee (at request, at claim) on the gross above the
+          // base; and the due never exceeds the shares' worth at the pool's real price.
+          // Pooled: the request's interval of the queue valued checkpoint by checkpoint (each
+          // fulfilment's own price), and the pool's price at the checkpoint that completed it.
+          const poolSupply = pre.activeSupply() + pre.pendingFeeShares();
+          let gross = r.idle + (owed?.() ?? 0n);
+          let poolPrice = poolSupply === 0n ? 0n : (pre.activeAssets() * PRICE_SCALE) / poolSupply;
+          if (m.pooled && r.uShares > 0n) {
+            const end = r.queueStart + r.uShares;
+            const settledPart =
+              cumAssetsAt(m.checkpoints, end) - cumAssetsAt(m.checkpoints, r.queueStart);
+            gross = r.idle + settledPart;
+            poolPrice = m.checkpoints.find((k) => k.cumShares >= end)?.poolPrice ?? -1n;
+            m.settledUnpaid -= settledPart;
+          }
+          const bps = min(r.feeBps, m.fees.s + m.fees.p);
+          let due = gross > r.base ? gross - ((gross - r.base) * bps) / BPS : gross;
+          if (poolPrice > 0n) due = min(due, (r.shares * poolPrice) / PRICE_SCALE);
+          this.eq(e.assets as bigint, due, 'a claim pays exactly its due under the fee rule');
           this.eq(e.shares as bigint, r.shares, 'a claim burns the request shares');
-          this.eq(deltaReceiver, owed?.() ?? -1n, 'the receiver gets exactly what is owed');
+          this.eq(deltaReceiver, due, 'the receiver gets exactly its due');
+          const paid = e.assets as bigint;
+          // Requesting early never beats staying in the pool after fees: the claim is at most
+          // what the same shares were worth in the pool when the request settled (real price,
+          // cross-multiplied): at the claim on an own-id underlying, at the checkpoint that
+          // completed it on a pooled one (a settled request no longer shares the pool's later
+          // gains or losses, as any exit).
+          if (m.pooled && r.uShares > 0n) {
+            if (poolPrice > 0n)
+              this.check(
+                paid * PRICE_SCALE <= r.shares * poolPrice,
+                'requesting early never beats staying in the pool after fees',
+                () => `${paid} vs pool at settlement ${(r.shares * poolPrice) / PRICE_SCALE}`,
+              );
+          } else if (poolSupply > 0n) {
+            this.check(
+              paid * poolSupply <= r.shares * pre.activeAssets(),
+              'requesting early never beats staying in the pool after fees',
+              () => `${paid} vs pool ${stayValue?.()}`,
+            );
+          }
+          // ... and the fee taken is at least the fee on the request's own yield.
+          const charged = ev('RequestFeeCharged')[0]?.args ?? {};
+          const feeTaken = gross - paid;
+          this.eq(
+            (charged.feeAssets as bigint | undefined) ?? 0n,
+            feeTaken,
+            'RequestFeeCharged = gross - paid',
+          );
+          this.check(
+            gross <= r.base || feeTaken >= ((gross - r.base) * bps) / BPS,
+            'a request pays the fee on its yield',
+          );
           m.requests.delete(op.id);
           break;
         }
@@ -963,6 +1163,9 @@ class SeedRun {
         case 'deprecate':
           m.deprecated = true;
           break;
+        case 'fulfil':
+          m.fulfilled += amount;
+          break;
         default:
           break;
       }
@@ -972,23 +1175,47 @@ class SeedRun {
     let sum = post.engineOwnShares();
     for (const h of HOLDERS) sum += post.balances.get(h)?.() ?? 0n;
     this.eq(sum, post.totalSupply(), 'sum of balances = total supply');
-    this.eq(post.idle(), post.assetOfEngine(), 'idle = asset balance');
+    this.eq(post.idle(), post.assetOfEngine() - post.reserved(), 'idle = asset balance - reserved');
     this.eq(post.held(), post.uOfEngine(), 'held = underlying share balance');
     this.eq(
       post.totalAssets(),
-      post.idle() + heldValue() + pendingValue(),
-      'total assets = idle + value of held and pending underlying shares',
+      post.idle() + heldValue() + pendingValue() + post.reserved(),
+      'total assets = idle + value of held and pending underlying shares + reserved',
     );
     let openU = 0n;
     let openShares = 0n;
+    let openIdle = 0n;
     for (const r of m.requests.values()) {
       openU += r.uShares;
       openShares += r.shares;
+      openIdle += r.idle;
     }
-    this.eq(post.pending(), openU, 'pending underlying shares = sum of open requests');
+    this.eq(
+      post.reserved(),
+      openIdle + m.settledUnpaid,
+      'reserved asset = idle parts of open requests + settled and unclaimed',
+    );
+    if (m.pooled) {
+      // Requested and not yet settled by the engine (fulfilled or not).
+      this.eq(
+        post.pending(),
+        m.queued - m.settled,
+        'pending underlying shares = queue not settled',
+      );
+    } else {
+      this.eq(post.pending(), openU, 'pending underlying shares = sum of open requests');
+    }
     this.eq(post.escrowed(), openShares, 'escrowed shares = sum of open requests');
     this.check(post.engineOwnShares() >= post.escrowed(), 'escrow held by the engine');
-    if (m.isAsync) this.eq(post.uEscrow(), openU, 'the underlying holds exactly the open requests');
+    if (m.pooled) {
+      this.eq(
+        post.uEscrow(),
+        m.queued - m.fulfilled,
+        'the underlying holds exactly the unfulfilled queue',
+      );
+    } else if (m.isAsync) {
+      this.eq(post.uEscrow(), openU, 'the underlying holds exactly the open requests');
+    }
     for (const { r, pending, claimable } of openViews) {
       if (!m.requests.has(r.id)) continue;
       const due = r.settleAt <= lane().fx.now - 1;
@@ -997,9 +1224,13 @@ class SeedRun {
         r.shares,
         'ERC-7540 views: an open request is pending or claimable',
       );
+      const end = r.queueStart + r.uShares;
+      const settled = m.pooled
+        ? end <= m.settled || (end <= m.fulfilled && !m.exitsHalted)
+        : due && !m.exitsHalted;
       this.eq(
         claimable(),
-        r.uShares === 0n || (due && !m.exitsHalted) ? r.shares : 0n,
+        r.uShares === 0n || settled ? r.shares : 0n,
         'claimable once settled upstream and exits open',
       );
     }
@@ -1058,6 +1289,7 @@ class SeedRun {
         this.eq(m.balances.get(h) ?? 0n, 0n, `${h} exits in full at once`);
       }
       if (m.requests.size > 0) await this.run({ kind: 'yield', seconds: SETTLEMENT + 1 });
+      if (m.pooled && m.queued > m.fulfilled) await this.run({ kind: 'fulfil', ppm: PPM });
       for (const r of [...m.requests.values()]) {
         await this.run({ kind: 'claim', id: r.id, receiver: r.controller });
       }
@@ -1091,11 +1323,30 @@ function actorOf(op: Op): Address {
 }
 
 const min = (x: bigint, y: bigint) => (x < y ? x : y);
+
+/** The engine's cumulative settled assets for the first `x` queued underlying shares. */
+function cumAssetsAt(
+  checkpoints: readonly { cumShares: bigint; cumAssets: bigint }[],
+  x: bigint,
+): bigint {
+  if (x === 0n) return 0n;
+  const k = checkpoints.findIndex((c) => c.cumShares >= x);
+  const cur = checkpoints[k];
+  if (!cur) return -1n;
+  const prev = k > 0 ? checkpoints[k - 1] : undefined;
+  const [ps, pa] = [prev?.cumShares ?? 0n, prev?.cumAssets ?? 0n];
+  return pa + ((x - ps) * (cur.cumAssets - pa)) / (cur.cumShares - ps);
+}
 const max = (x: bigint, y: bigint) => (x > y ? x : y);
 const bigintJson = (_: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
 
 async function deployFuzzEngine(kind: Kind): Promise<Model> {
-  const vault = kind === 'sync' ? lane().fx.syncVault : lane().fx.asyncVault;
+  const vault =
+    kind === 'sync'
+      ? lane().fx.syncVault
+      : kind === 'async'
+        ? lane().fx.asyncVault
+        : lane().pooledVault;
   const data = encodeDeployData({
     abi: yieldEngineAbi,
     bytecode: yieldEngineBytecode,
@@ -1138,7 +1389,13 @@ async function deployFuzzEngine(kind: Kind): Promise<Model> {
   return {
     engine,
     vault,
-    isAsync: kind === 'async',
+    isAsync: kind !== 'sync',
+    pooled: kind === 'pooled',
+    queued: 0n,
+    fulfilled: 0n,
+    settled: 0n,
+    checkpoints: [],
+    settledUnpaid: 0n,
     fees: { s: 500n, p: 1000n },
     scheduled: null,
     paused: false,
@@ -1181,9 +1438,9 @@ describe('engine property fuzz', () => {
       lanes.map((l, laneIndex) =>
         laneStore.run(l, async () => {
           for (let i = laneIndex; i < SEED_COUNT; i += LANE_COUNT) {
-            const kind: Kind = i % 2 === 0 ? 'sync' : 'async';
+            const kind: Kind = (['sync', 'async', 'pooled'] as const)[i % 3] ?? 'sync';
             const f = await runSeed(
-              `${SEED_PREFIX}-${kind}-${Math.floor(i / 2) + 1}`,
+              `${SEED_PREFIX}-${kind}-${Math.floor(i / 3) + 1}`,
               kind,
               OPS_PER_SEED,
             );

@@ -162,6 +162,8 @@ describe.each(storageEngines())('product lifecycle on %s', (engine) => {
         blockTimestamp: new Date(Number(block.timestamp) * 1000),
         engineTotalAssets: 0n,
         engineTotalSupply: 0n,
+        enginePoolAssets: 0n,
+        enginePoolSupply: 0n,
         underlyingTotalAssets: uAssets,
         underlyingTotalSupply: uSupply,
         serviceFeeAssetsTotal: 0n,

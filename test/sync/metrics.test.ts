@@ -142,7 +142,16 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
         expect(Number(after.timestamp)).toBeGreaterThanOrEqual(next);
         expect(row.blockTimestamp.getTime()).toBe(Number(blk.timestamp) * 1000);
 
-        const read = <F extends 'totalAssets' | 'totalSupplyAfterFees'>(fn: F) =>
+        const read = <
+          F extends
+            | 'totalAssets'
+            | 'totalSupplyAfterFees'
+            | 'activeAssets'
+            | 'activeSupply'
+            | 'pendingFeeShares',
+        >(
+          fn: F,
+        ) =>
           client.readContract({
             address: engineAddress,
             abi: yieldEngineAbi,
@@ -180,6 +189,17 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
           ]);
         expect(row.engineTotalAssets).toBe(assets);
         expect(row.engineTotalSupply).toBe(supplyAfterFees);
+        // The active pool (issue #28): what a holder who stays in the pool holds a share of.
+        const [poolAssets, activeSupply, feeShares] = await Promise.all([
+          read('activeAssets'),
+          read('activeSupply'),
+          read('pendingFeeShares'),
+        ]);
+        const poolSupply = activeSupply + feeShares;
+        expect(row.enginePoolAssets).toBe(poolAssets);
+        expect(row.enginePoolSupply).toBe(poolSupply);
+        if (p.vaultKind !== 'async')
+          expect([poolAssets, poolSupply]).toEqual([assets, supplyAfterFees]);
         expect(row.underlyingTotalAssets).toBe(uAssets);
         expect(row.underlyingTotalSupply).toBe(uSupply);
 
@@ -249,7 +269,7 @@ describe.each(storageEngines())('daily metrics on %s', (engine) => {
         );
         expect(row.netApyForUser).toBe(
           prev
-            ? referenceApy(prev.engineTotalAssets, prev.engineTotalSupply, assets, supplyAfterFees)
+            ? referenceApy(prev.enginePoolAssets!, prev.enginePoolSupply!, poolAssets, poolSupply)
             : null,
         );
         prev = row;

@@ -18,7 +18,9 @@ export const ApyHistoryRow = Type.Object(
   {
     date: Type.String({ format: 'date' }),
     underlying_apy: DecimalString('APY of the underlying vault, decimal fraction, 6 places'),
-    net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
+    net_apy_for_user: DecimalString(
+      'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
+    ),
   },
   { additionalProperties: false },
 );

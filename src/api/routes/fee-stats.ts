@@ -43,7 +43,9 @@ export const FeeStatsRow = Type.Object(
     cumulative_service_fee_minted: DecimalString(
       "The engine's cumulative service fee counter at the day-boundary block, whole asset units",
     ),
-    net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
+    net_apy_for_user: DecimalString(
+      'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
+    ),
   },
   { additionalProperties: false },
 );

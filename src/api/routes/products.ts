@@ -17,7 +17,9 @@ export const LatestMetrics = Type.Object(
     as_of_date: Type.String({ format: 'date', description: 'UTC day of the snapshot' }),
     engine_total_assets: DecimalString('Total assets in the engine, in whole asset units'),
     underlying_apy: DecimalString('APY of the underlying vault, decimal fraction, 6 places'),
-    net_apy_for_user: DecimalString('APY after fees, decimal fraction, 6 places'),
+    net_apy_for_user: DecimalString(
+      'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
+    ),
     apy_basis: ApyBasisSchema,
   },
   { additionalProperties: false },

@@ -4,3 +4,6 @@ export * from './YieldVault.ts';
 export * from './AsyncYieldVault.ts';
 export * from './YieldEngine.ts';
 export * from './Multicall3.ts';
+export * from './PooledAsyncVault.ts';
+export * from './FeeOnTransferUSD.ts';
+export * from './HugeDepositVault.ts';

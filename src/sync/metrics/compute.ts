@@ -42,6 +42,8 @@ export function boundaryState(reads: BoundaryReads) {
     blockTimestamp: reads.blockTimestamp,
     engineTotalAssets: reads.engineAssets,
     engineTotalSupply: reads.engineSupply + reads.engineFeeShares,
+    enginePoolAssets: reads.enginePoolAssets,
+    enginePoolSupply: reads.enginePoolSupply,
     underlyingTotalAssets: reads.underlyingAssets,
     underlyingTotalSupply: reads.underlyingSupply,
     serviceFeeAssetsTotal: reads.serviceFeeAssetsTotal,
@@ -54,8 +56,12 @@ export function boundaryState(reads: BoundaryReads) {
 /**
  * The snapshot of `date`. `prev` is the row of the previous day, or null on the engine's first day.
  *
- * - Share prices: the engine's is assets / (supply + pending fee shares), the net price a holder
- *   gets (README, "Contracts and the local chain"); the underlying's is its totalAssets/totalSupply.
+ * - Share prices: the engine's is the active pool's assets / (supply + pending fee shares), the net
+ *   price a pool holder gets (README, "Contracts and the local chain"; issue #28: on an
+ *   asynchronous product the totals also count open redeem requests, which follow the underlying
+ *   until they settle and pay their fee at the claim, so net_apy_for_user is the pool's). A previous
+ *   row written before migration 0040 has no pool figures: both prices then come from the totals,
+ *   as that row's APY was computed. The underlying's price is its totalAssets/totalSupply.
  *   APYs need a previous row, so the first day has none (null), as does a day where either price is
  *   undefined (empty vault): absent, never invented.
  * - Fees (DECISIONS, "Fee figures"): the fee EARNED up to a boundary is the engine's cumulative
@@ -99,17 +105,35 @@ export function computeSnapshot(
       reads.underlyingAssets,
       reads.underlyingSupply,
     ),
-    netApyForUser: apy(
-      prev?.engineTotalAssets ?? 0n,
-      prev?.engineTotalSupply ?? 0n,
-      reads.engineAssets,
-      engineTotalSupply,
-    ),
+    netApyForUser: netApy(prev, reads, engineTotalSupply, apy),
     dailyYieldAssets:
       reads.engineAssets - (prev?.engineTotalAssets ?? 0n) - flows.deposits + flows.withdrawals,
     dailyPartnerFee: partnerEarned(reads) - (prev ? earned(prev).partner : 0n),
     dailyServiceFee: serviceEarned(reads) - (prev ? earned(prev).service : 0n),
   };
+}
+
+/** The pool holder's net APY; from the totals when the previous row predates the pool figures. */
+function netApy(
+  prev: Snapshot | null,
+  reads: BoundaryReads,
+  engineTotalSupply: bigint,
+  apy: (pa: bigint, ps: bigint, ca: bigint, cs: bigint) => string | null,
+): string | null {
+  if (prev && prev.enginePoolAssets != null && prev.enginePoolSupply != null) {
+    return apy(
+      prev.enginePoolAssets,
+      prev.enginePoolSupply,
+      reads.enginePoolAssets,
+      reads.enginePoolSupply,
+    );
+  }
+  return apy(
+    prev?.engineTotalAssets ?? 0n,
+    prev?.engineTotalSupply ?? 0n,
+    reads.engineAssets,
+    engineTotalSupply,
+  );
 }
 
 const partnerEarned = (r: BoundaryReads) => r.partnerFeeAssetsTotal + r.partnerPendingAssets;

@@ -436,7 +436,7 @@ export type components = {
         ApyHistoryRow: {
             /** Format: date */
             date: string;
-            /** @description APY after fees, decimal fraction, 6 places */
+            /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places */
             net_apy_for_user: string;
             /** @description APY of the underlying vault, decimal fraction, 6 places */
             underlying_apy: string;
@@ -472,7 +472,7 @@ export type components = {
             date: string;
             /** @description Engine total assets at the end of the day, whole asset units */
             engine_total_assets: string;
-            /** @description APY after fees, decimal fraction, 6 places */
+            /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places */
             net_apy_for_user: string;
         };
         Health: {
@@ -503,7 +503,7 @@ export type components = {
             as_of_date: string;
             /** @description Total assets in the engine, in whole asset units */
             engine_total_assets: string;
-            /** @description APY after fees, decimal fraction, 6 places */
+            /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places */
             net_apy_for_user: string;
             /** @description APY of the underlying vault, decimal fraction, 6 places */
             underlying_apy: string;

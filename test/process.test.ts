@@ -225,13 +225,17 @@ describe('the service process', { timeout: 240_000 }, () => {
 
   it.runIf(postgresAdminUrl()).concurrent(
     'runs on PostgreSQL when DATABASE_URL is set',
-    async ({ expect }) => {
+    async ({ expect, onTestFinished }) => {
+      // A database of its own, empty: the service migrates it (the server's shared database may
+      // hold another build's migrations).
+      const own = await freshDatabase('postgres', { migrated: false });
+      onTestFinished(() => own.drop());
       const p = spawnCli(['start'], {
         ...CHAIN,
         DATA_DIR: tempDir(),
         PORT: '0',
         ROLES: 'api',
-        DATABASE_URL: postgresAdminUrl(),
+        DATABASE_URL: own.location,
       });
       const url = await waitFor(
         () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],

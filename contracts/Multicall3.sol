@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-/// @notice The `aggregate3` call of Multicall3 (the contract that lives at
+/// @notice The `aggregate3` call (and the `getEthBalance` view) of Multicall3 (the contract that lives at
 /// 0xcA11bde05977b3631167028862bE2a173976CA11 on nearly every EVM chain), written here for the local
 /// chain, which is put at that same address. It runs view calls one after the other in one call and
 /// returns each one's success and data; a failing call fails the whole only when it does not allow
@@ -31,7 +31,16 @@ contract Multicall3 {
         }
     }
 
+    /// @notice What viem's getBalance asks for when its reads are gathered into Multicall3.
+    function getEthBalance(address addr) external view returns (uint256) {
+        return addr.balance;
+    }
+
     function getBlockNumber() external view returns (uint256) {
         return block.number;
+    }
+
+    function getCurrentBlockTimestamp() external view returns (uint256) {
+        return block.timestamp;
     }
 }

@@ -58,3 +58,20 @@ export async function installMulticall3(rpc: RpcRequest): Promise<number> {
   await rpc('anvil_setCode', [MULTICALL3_ADDRESS, runtime]);
   return Number(BigInt((await rpc('eth_blockNumber', [])) as Hex));
 }
+
+/**
+ * Multicall3 on a local chain: the contract as this build compiles it, put (again) at its address
+ * when the saved chain has none or an older one. Reads at blocks from before it was first put
+ * there go one call each (`blockCreated`).
+ */
+export async function ensureLocalMulticall3(rpc: RpcRequest): Promise<Multicall3> {
+  const [runtime, code] = (await Promise.all([
+    rpc('eth_call', [{ data: multicall3Bytecode }, 'latest']),
+    rpc('eth_getCode', [MULTICALL3_ADDRESS, 'latest']),
+  ])) as [Hex, Hex];
+  if (code === runtime) return { address: MULTICALL3_ADDRESS, blockCreated: 0 };
+  await rpc('anvil_setCode', [MULTICALL3_ADDRESS, runtime]);
+  const now = Number(BigInt((await rpc('eth_blockNumber', [])) as Hex));
+  // Built before any Multicall3: from now on. An older Multicall3 was there from the start.
+  return { address: MULTICALL3_ADDRESS, blockCreated: code && code !== '0x' ? 0 : now };
+}

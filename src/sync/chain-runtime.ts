@@ -15,8 +15,8 @@ import { deploymentFile, type LocalDeployment, readDeployment } from '../chain/l
 import { ensureLocalChain, type LocalChain } from '../chain/local/ensure.ts';
 import { createRpc } from '../chain/local/rpc.ts';
 import {
+  ensureLocalMulticall3,
   findMulticall3,
-  installMulticall3,
   MULTICALL3_ADDRESS,
   type Multicall3,
 } from '../chain/multicall3.ts';
@@ -177,14 +177,8 @@ export async function startChainRuntime(config: Config, logger: Logger): Promise
     },
     'local chain ready',
   );
-  // A local chain built before Multicall3 was part of it gets it now, from the current block.
-  const plain = createChainClient(settings);
-  const multicall3 =
-    (await findMulticall3(plain, settings.chainId, 0)) ??
-    ({
-      address: MULTICALL3_ADDRESS,
-      blockCreated: await installMulticall3(createRpc(local.anvil.rpcUrl)),
-    } satisfies Multicall3);
+  // A local chain built before Multicall3 (or this build's) was part of it gets it now.
+  const multicall3 = await ensureLocalMulticall3(createRpc(local.anvil.rpcUrl));
   return {
     chains: [settings],
     clients: new Map([[settings.chainId, createChainClient(settings, { multicall3 })]]),

@@ -1,0 +1,72 @@
+/**
+ * Reads gathered into Multicall3 (contracts/Multicall3.sol at the canonical address, as the local
+ * chain has it): the same answers as reads one call each, in one eth_call; getBalance (which viem
+ * sends as Multicall3's getEthBalance) included; and reads at a block from before Multicall3 was
+ * there go one call each. Counted through a JSON-RPC proxy in front of a real anvil.
+ */
+import type { Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createChainClient } from '../../src/chain/client.ts';
+import { yieldEngineAbi } from '../../src/chain/generated/index.ts';
+import { ensureLocalMulticall3, MULTICALL3_ADDRESS } from '../../src/chain/multicall3.ts';
+import { type ProviderProxy, startProviderProxy } from '../helpers/provider-proxy.ts';
+import { type Fixture, mineBlock, newEngine, OPERATOR, setupFixture } from './helpers.ts';
+
+let fx: Fixture;
+let proxy: ProviderProxy;
+beforeAll(async () => {
+  fx = await setupFixture();
+  proxy = await startProviderProxy(fx.anvil.rpcUrl);
+});
+afterAll(async () => {
+  await proxy?.close();
+  await fx?.stop();
+});
+
+describe('Multicall3', () => {
+  it('gathers concurrent reads into one call with the same answers', async () => {
+    const engines: Address[] = [
+      await newEngine(fx, fx.syncVault),
+      await newEngine(fx, fx.asyncVault),
+    ];
+    const before = BigInt((await fx.rpc('eth_blockNumber', [])) as string);
+    const multicall3 = await ensureLocalMulticall3(fx.rpc);
+    expect(multicall3.address).toBe(MULTICALL3_ADDRESS);
+    expect(BigInt(multicall3.blockCreated)).toBeGreaterThanOrEqual(before);
+    // Already this build's contract: nothing to put there again, and its block stays.
+    await mineBlock(fx);
+    const endpoint = { chainId: fx.anvil.chainId, rpcUrls: [proxy.url] };
+    const plain = createChainClient(endpoint);
+    const gathered = createChainClient(endpoint, { multicall3 });
+
+    const reads = (client: typeof plain) =>
+      Promise.all([
+        ...engines.flatMap((address) =>
+          (['totalAssets', 'totalSupply', 'paused', 'serviceFeeBps'] as const).map((functionName) =>
+            client.readContract({ address, abi: yieldEngineAbi, functionName }),
+          ),
+        ),
+        client.getBalance({ address: OPERATOR }),
+      ]);
+    proxy.resetCounts();
+    const one = await reads(plain);
+    const callsEach = proxy.calls.get('eth_call') ?? 0;
+    proxy.resetCounts();
+    const all = await reads(gathered);
+    expect(all).toEqual(one);
+    expect(callsEach).toBe(8);
+    expect(proxy.calls.get('eth_call')).toBe(1);
+    expect(proxy.calls.get('eth_getBalance') ?? 0).toBe(0); // asked inside the multicall
+
+    // At a block from before Multicall3 was there, the reads go one by one and still answer.
+    proxy.resetCounts();
+    const old = await gathered.readContract({
+      address: engines[0]!,
+      abi: yieldEngineAbi,
+      functionName: 'totalSupply',
+      blockNumber: before,
+    });
+    expect(old).toBe(0n);
+    expect(proxy.calls.get('eth_call')).toBe(1);
+  });
+});

@@ -5,6 +5,7 @@
  * The chain clients may arrive after the server listens; until then chain reads answer 503.
  */
 import type { ChainClient } from '../chain/client.ts';
+import { apiKeyDigest } from '../db/api-key-material.ts';
 import {
   type ApiKeysRepo,
   createApiKeysRepo,
@@ -17,7 +18,6 @@ import { createProductsRepo, type Environment, type ProductsRepo } from '../db/p
 import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { type ChainReader, createChainReader } from './chain-reader.ts';
-import { apiKeyDigest } from './keys.ts';
 import { createReadCache, type ReadCache } from './read-cache.ts';
 
 export type ChainEntries = ReadonlyArray<{

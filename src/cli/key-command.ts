@@ -4,7 +4,7 @@
  * the partner's portal audit log, by "operator", as the portal records its members' changes.
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import { maskKey } from '../api/keys.ts';
+import { maskKey } from '../db/api-key-material.ts';
 import {
   createApiKeysRepo,
   isRollOverlap,

@@ -6,8 +6,15 @@
  * "Portal"), and answers 401 revoked_api_key from that instant on. `keyStatus` is the one reading of
  * it that every face uses.
  */
-import { environmentOfKey, generateApiKey, hashApiKey, KEY_PREFIX, sameHash } from '../api/keys.ts';
+
 import { newId } from '../ids.ts';
+import {
+  environmentOfKey,
+  generateApiKey,
+  hashApiKey,
+  KEY_PREFIX,
+  sameHash,
+} from './api-key-material.ts';
 import type { Database, Queryable } from './client.ts';
 import type { Environment } from './products.ts';
 

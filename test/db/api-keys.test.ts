@@ -1,7 +1,12 @@
 /** API keys on every engine: format, hashed storage, lookup, revocation, listing. */
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiKeyDigest, environmentOfKey, hashApiKey, maskKey } from '../../src/api/keys.ts';
+import {
+  apiKeyDigest,
+  environmentOfKey,
+  hashApiKey,
+  maskKey,
+} from '../../src/db/api-key-material.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';

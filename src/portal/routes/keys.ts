@@ -4,7 +4,7 @@
  * is checked against the member's role, and is audited.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { maskKey } from '../../api/keys.ts';
+import { maskKey } from '../../db/api-key-material.ts';
 import {
   type ApiKeyListing,
   type ApiKeyRecord,

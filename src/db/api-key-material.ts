@@ -6,7 +6,7 @@
  */
 import * as crypto from 'node:crypto';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Environment } from '../db/products.ts';
+import type { Environment } from './products.ts';
 
 export const KEY_PREFIX = { live: 'svc_live_', test: 'svc_test_' } as const satisfies Record<
   Environment,

@@ -13,7 +13,7 @@ import { forbiddenImports, importGraph, type LayerRule } from './helpers/layerin
 const FACES = ['api/', 'portal/', 'embed/', 'cli/'];
 
 /** What may not reach a face: everything below them. */
-export const RULES: LayerRule[] = [
+const RULES: LayerRule[] = [
   {
     from: [
       'db/',

@@ -7,7 +7,7 @@
  * - per scrape: rendering the registry (default process metrics, the HTTP series) as /metrics does.
  * Prints each cost and what it is as a share of a request at the req/s bench:api measures.
  */
-import { recordRequestMetrics } from '../src/api/http-metrics.ts';
+import { recordRequestMetrics } from '../src/http/http-metrics.ts';
 import { registry } from '../src/telemetry/metrics.ts';
 
 const ROUTES = [

@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildApp } from '../src/api/app.ts';
+import { buildApp } from '../src/server/app.ts';
 import { createApiKeysRepo, rollApiKey } from '../src/db/api-keys.ts';
 import { createDatabase } from '../src/db/client.ts';
 import { createEventsRepo } from '../src/db/events.ts';

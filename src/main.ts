@@ -4,7 +4,6 @@
  * let in-flight ones finish, then close the database.
  */
 
-import { buildApp, type ChainEntries } from './api/app.ts';
 import type { ChainSettings } from './chain/chains.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
@@ -17,6 +16,7 @@ import type { Logger } from './logger.ts';
 import { mailerFromConfig } from './portal/mailer.ts';
 import { portalPublicUrl } from './portal/public-url.ts';
 import { createRedis, type Redis } from './redis.ts';
+import { buildApp, type ChainEntries } from './server/app.ts';
 import type { ChainRuntime } from './sync/chain-runtime.ts';
 import { registerStateCollectors } from './telemetry/collectors.ts';
 import { type MetricsServer, startMetricsServer } from './telemetry/server.ts';

@@ -31,7 +31,7 @@ export function createRedis(
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });
   // Once connected, a command issued while Redis is away fails at once instead of waiting in the
-  // offline queue for a reconnection: the callers count in memory instead (src/api/fixed-window.ts),
+  // offline queue for a reconnection: the callers count in memory instead (src/http/fixed-window.ts),
   // and a request must not wait seconds per command. Measured by test/ops/faults.test.ts: with the
   // queue, each API request took ~3 s during a Redis outage.
   client.once('ready', () => {
@@ -46,7 +46,7 @@ export function createRedis(
  * The connection's errors, once per outage: a warn when it is lost (the first error), an info when
  * it is ready again. Without a listener ioredis writes every reconnection failure to stderr as
  * "Unhandled error event", several a second during an outage; the requests it fails say the rest
- * (src/api/outage.ts).
+ * (src/http/outage.ts).
  */
 function reportConnection(client: Redis, logger: Logger | undefined): void {
   let lostAt: number | undefined;

@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE } from '../src/api/errors.ts';
+import { ERROR_CATALOGUE } from '../src/http/errors.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 

@@ -15,14 +15,14 @@
  * - declared response headers: RateLimit-*, Retry-After, Cache-Control, x-request-id;
  * - unions of string literals written as one `enum` (no one-branch `anyOf`).
  */
-import { ERROR_CATALOGUE, type ErrorCode } from './errors.ts';
+import { ERROR_CATALOGUE, type ErrorCode } from '../http/errors.ts';
+import { FeeStatsRow } from '../http/fee-stats-view.ts';
+import { ApyBasisSchema, InboundAck } from '../http/schemas.ts';
 import { ApyHistoryRow } from './routes/apy-history.ts';
-import { FeeStatsRow } from './routes/fee-stats.ts';
 import { Position } from './routes/position.ts';
 import { Health } from './routes/product-health.ts';
 import { LatestMetrics, Product } from './routes/products.ts';
 import { YieldProjection } from './routes/yield-calc.ts';
-import { ApyBasisSchema, InboundAck } from './schemas.ts';
 
 type Json = Record<string, unknown>;
 

@@ -6,11 +6,11 @@
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { ERROR_CATALOGUE, type ErrorCode } from '../http/errors.ts';
+import type { BaseApp } from '../http/fastify-app.ts';
+import { ErrorEnvelope } from '../http/schemas.ts';
 import { openApiWebhooks } from '../webhooks/event-catalogue.ts';
-import { ERROR_CATALOGUE, type ErrorCode } from './errors.ts';
-import type { BaseApp } from './fastify-app.ts';
 import { finishOpenApiDocument } from './openapi-document.ts';
-import { ErrorEnvelope } from './schemas.ts';
 
 const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
   .map(

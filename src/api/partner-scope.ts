@@ -21,15 +21,16 @@ import type {} from '@fastify/swagger'; // its FastifySchema fields (security) a
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { type ApiKeysRepo, keyWorks } from '../db/api-keys.ts';
 import type { Environment } from '../db/products.ts';
-import type { Redis } from '../redis.ts';
-import { ApiError, type ErrorCode } from './errors.ts';
+import { ApiError, type ErrorCode } from '../http/errors.ts';
 import {
   createFallbackCounter,
   createMemoryCounter,
   type FixedWindowCounter,
-} from './fixed-window.ts';
+} from '../http/fixed-window.ts';
+import { errorResponses } from '../http/schemas.ts';
+import type { Redis } from '../redis.ts';
+import { partnerOf } from './partner-identity.ts';
 import { productErrorCodes, type StateRule } from './product-access.ts';
-import { errorResponses } from './schemas.ts';
 
 /** Codes every partner route can answer, whatever it does. */
 const SCOPE_ERRORS = [
@@ -37,10 +38,10 @@ const SCOPE_ERRORS = [
   'invalid_api_key',
   'revoked_api_key',
   'rate_limited',
-  // Text PostgreSQL refuses in the path, query or headers (src/api/text-check.ts).
+  // Text PostgreSQL refuses in the path, query or headers (src/http/text-check.ts).
   'malformed_request',
   'internal_error',
-  // The database or Redis is unreachable (src/api/outage.ts).
+  // The database or Redis is unreachable (src/http/outage.ts).
   'service_unavailable',
 ] as const;
 
@@ -48,21 +49,10 @@ export const RATE_LIMITS: Record<Environment, number> = { live: 1000, test: 100 
 export const RATE_WINDOW_MS = 60_000;
 export const FAILED_AUTH_LIMIT = 30;
 
-export interface PartnerIdentity {
-  keyId: string;
-  partnerId: string;
-  partnerName: string;
-  environment: Environment;
-}
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The codes this route can answer beyond its scope's and its product rule's; documented. */
     errorCodes?: readonly ErrorCode[];
-  }
-  interface FastifyRequest {
-    /** Set by the partner scope once the key is verified. */
-    partner?: PartnerIdentity;
   }
 }
 
@@ -78,12 +68,6 @@ export interface PartnerScopeOptions {
    * a window ends when they say, not when the machine gets there. Redis windows use Redis's clock.
    */
   clock?: () => number;
-}
-
-/** The verified identity of a request in the partner scope. */
-export function partnerOf(request: FastifyRequest): PartnerIdentity {
-  if (!request.partner) throw new Error('partnerOf() called outside the partner scope');
-  return request.partner;
 }
 
 /** Every code a route in the scope can answer, from its declarations. */

@@ -13,8 +13,8 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Product, ProductStatus, ProductsRepo } from '../db/products.ts';
-import { ApiError, type ErrorCode } from './errors.ts';
-import { type PartnerIdentity, partnerOf } from './partner-scope.ts';
+import { ApiError, type ErrorCode } from '../http/errors.ts';
+import { type PartnerIdentity, partnerOf } from './partner-identity.ts';
 
 /**
  * - `any`: every state (product detail).

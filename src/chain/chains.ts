@@ -7,7 +7,10 @@
 import { readFileSync } from 'node:fs';
 import type { Hex } from 'viem';
 import { registerUrlSecrets } from '../url-secrets.ts';
+import { ChainsFileError, LOCAL_CHAIN_IDS } from './chains-file-error.ts';
 import { parseSignerSettings, type SignerSettings } from './signer-settings.ts';
+
+export { ChainsFileError, LOCAL_CHAIN_IDS };
 
 /** Signer and transaction settings (signer-settings.ts) are part of a chain's settings. */
 export interface ChainSettings extends SignerSettings {
@@ -36,18 +39,11 @@ export interface ChainSettings extends SignerSettings {
 
 export type FinalityTag = 'finalized' | 'safe';
 
-/** Chain ids of local development nodes (anvil, Hardhat, Ganache), where depth 0 is allowed. */
-export const LOCAL_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
-
 export const LOCAL_CHAIN_DEFAULTS = {
   name: 'Local (anvil)',
   confirmationDepth: 2,
   blockRangeLimit: 10_000,
 } as const;
-
-export class ChainsFileError extends Error {
-  override name = 'ChainsFileError';
-}
 
 /**
  * Parses CHAINS_FILE content: `[{ chain_id, name, rpc_urls, confirmation_depth | finality,

@@ -8,6 +8,7 @@ import {
   type Account,
   type Address,
   type Chain,
+  type ChainContract,
   createPublicClient,
   createWalletClient,
   defineChain,
@@ -17,7 +18,6 @@ import {
   type Transport,
   type WalletClient,
 } from 'viem';
-import type { Multicall3 } from './multicall3.ts';
 import { retryWhileBehind } from './node-behind.ts';
 
 export type ChainClient = PublicClient<Transport, Chain>;
@@ -43,7 +43,7 @@ export interface ChainClientOptions {
    * Multicall3 on this chain (src/chain/multicall3.ts): contract reads made together at one block
    * go out as one `aggregate3` eth_call instead of one call each.
    */
-  multicall3?: Multicall3;
+  multicall3?: ChainContract;
 }
 
 /** Calldata bytes gathered into one aggregate3 call at most (a few hundred product reads). */
@@ -53,7 +53,7 @@ export function chainDefinition(
   chainId: number,
   rpcUrl: string,
   name = `chain-${chainId}`,
-  multicall3?: Multicall3,
+  multicall3?: ChainContract,
 ): Chain {
   return defineChain({
     id: chainId,

@@ -20,7 +20,7 @@
  */
 import { type Address, getAddress, isAddress, parseGwei } from 'viem';
 import { registerUrlSecrets } from '../url-secrets.ts';
-import { ChainsFileError, LOCAL_CHAIN_IDS } from './chains.ts';
+import { ChainsFileError, LOCAL_CHAIN_IDS } from './chains-file-error.ts';
 
 export type SignerSource =
   | { kind: 'env'; variable: string }

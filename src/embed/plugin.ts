@@ -20,11 +20,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { ChainReader, HealthReading } from '../api/chain-reader.ts';
-import { acceptsGzip } from '../api/content-encoding.ts';
-import { ApiError } from '../api/errors.ts';
-import { createFallbackCounter, createMemoryCounter } from '../api/fixed-window.ts';
-import type { ReadCache } from '../api/read-cache.ts';
 import type { ChainClient } from '../chain/client.ts';
 import {
   readScheduledFeeChange,
@@ -34,6 +29,11 @@ import type { EmbedSettings, EmbedSettingsRepo } from '../db/embed-settings.ts';
 import type { InboundEventsRepo } from '../db/inbound-events.ts';
 import type { Product, ProductsRepo } from '../db/products.ts';
 import type { SnapshotReads } from '../db/snapshot-reads.ts';
+import type { ChainReader, HealthReading } from '../http/chain-reader.ts';
+import { acceptsGzip } from '../http/content-encoding.ts';
+import { ApiError } from '../http/errors.ts';
+import { createFallbackCounter, createMemoryCounter } from '../http/fixed-window.ts';
+import type { ReadCache } from '../http/read-cache.ts';
 import type { Redis } from '../redis.ts';
 import { dataError } from '../webhooks/inbound-schemas.ts';
 import type { EmbedAssets } from './assets.ts';

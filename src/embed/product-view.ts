@@ -4,10 +4,11 @@
  * can never disagree on a figure: TVL is the snapshot's engine_total_assets, the APY its
  * net_apy_for_user, the fees the product's bps.
  */
-import type { HealthReading } from '../api/chain-reader.ts';
+
 import type { ScheduledFeeChange } from '../chain/read-scheduled-fee-change.ts';
 import type { Product } from '../db/products.ts';
 import type { SnapshotView } from '../db/snapshot-reads.ts';
+import type { HealthReading } from '../http/chain-reader.ts';
 import { formatUnits } from '../money/index.ts';
 
 export interface EmbedGate {

@@ -3,7 +3,6 @@
  * and the request's signed-in member. Built once by the plugin.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ReadCache } from '../api/read-cache.ts';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createPortalAuditRepo, type NewAuditEntry } from '../db/portal-audit.ts';
@@ -13,6 +12,7 @@ import type { SessionStore } from '../db/portal-sessions.ts';
 import { createSignInTokensRepo } from '../db/portal-sign-in-tokens.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
 import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
+import type { ReadCache } from '../http/read-cache.ts';
 import type { Logger } from '../logger.ts';
 import { type ChangeCache, uncached } from './change-cache.ts';
 import type { Mailer } from './mailer.ts';

@@ -1,8 +1,8 @@
 /** The HTTP basics every route shares: probes, the error envelope, request ids, limits, logs. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
-import { ApiError } from '../../src/api/errors.ts';
+import { ApiError } from '../../src/http/errors.ts';
 import { createRedis } from '../../src/redis.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';

@@ -1,6 +1,6 @@
 /** Accept-Encoding parsing for the gzip of cached answers (RFC 9110 §12.5.3 weights). */
 import { describe, expect, it } from 'vitest';
-import { acceptsGzip } from '../../src/api/content-encoding.ts';
+import { acceptsGzip } from '../../src/http/content-encoding.ts';
 
 describe('acceptsGzip', () => {
   it.each([

@@ -5,8 +5,8 @@ import {
   parseDay,
   todayUtc,
   trailingDays,
-} from '../../src/api/date-range.ts';
-import { ApiError } from '../../src/api/errors.ts';
+} from '../../src/http/date-range.ts';
+import { ApiError } from '../../src/http/errors.ts';
 
 const NOW = new Date('2026-11-21T15:00:00Z');
 const codeOf = (fn: () => unknown) => {

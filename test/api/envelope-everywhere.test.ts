@@ -7,11 +7,11 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
-import { ERROR_CATALOGUE, type ErrorCode } from '../../src/api/errors.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type ProductStatus } from '../../src/db/products.ts';
+import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';

@@ -7,12 +7,12 @@
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createInboundSecretsRepo } from '../../src/db/inbound-secrets.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type NewProduct } from '../../src/db/products.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';

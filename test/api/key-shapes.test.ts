@@ -1,13 +1,13 @@
 /**
- * What counts as key-shaped in a logged URL or a request id (src/api/key-shapes.ts): our keys and
+ * What counts as key-shaped in a logged URL or a request id (src/http/key-shapes.ts): our keys and
  * secrets and random-looking runs are redacted; what the access log is read for (slugs, addresses,
  * transaction hashes, UUIDs, dates, amounts) is kept.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../../src/api/access-log.ts';
-import { redactKeyShaped } from '../../src/api/key-shapes.ts';
-import { isSafeRequestId } from '../../src/api/request-id.ts';
+import { redactUrl } from '../../src/http/access-log.ts';
+import { redactKeyShaped } from '../../src/http/key-shapes.ts';
+import { isSafeRequestId } from '../../src/http/request-id.ts';
 
 const key = () => `svc_live_${randomBytes(32).toString('base64url')}`;
 

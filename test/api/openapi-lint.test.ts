@@ -6,7 +6,7 @@
  * and tags; the resources are named components; parameters and headers are declared.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { lintOpenApi } from '../helpers/openapi-lint.ts';

@@ -1,12 +1,12 @@
 /** The OpenAPI document: generated from the route schemas, complete, and rendered at /docs. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
-import { ERROR_CATALOGUE } from '../../src/api/errors.ts';
-import { DecimalString, Ok } from '../../src/api/schemas.ts';
 import { createChainClient } from '../../src/chain/client.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type NewProduct, type ProductStatus } from '../../src/db/products.ts';
+import { ERROR_CATALOGUE } from '../../src/http/errors.ts';
+import { DecimalString, Ok } from '../../src/http/schemas.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { attachContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -237,7 +237,7 @@ describe('OpenAPI document', () => {
         await ask('p-active', good);
         await ask('p-active', good, 'pk_live_not_a_key');
         await ask('p-active', good, revoked.key);
-        // Text PostgreSQL refuses, in the query (src/api/text-check.ts).
+        // Text PostgreSQL refuses, in the query (src/http/text-check.ts).
         await ask('p-active', { ...good, note: '\0' }, live);
 
         const documented = new Set<string>();

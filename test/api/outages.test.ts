@@ -16,11 +16,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createDatabase, type Database } from '../../src/db/client.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createRedis, type Redis } from '../../src/redis.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { freshDatabase, postgresAdminUrl, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { waitFor } from '../helpers/process.ts';

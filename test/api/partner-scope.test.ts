@@ -5,16 +5,12 @@
 import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
-import {
-  FAILED_AUTH_LIMIT,
-  partnerOf,
-  partnerScope,
-  RATE_LIMITS,
-} from '../../src/api/partner-scope.ts';
+import { partnerOf } from '../../src/api/partner-identity.ts';
+import { FAILED_AUTH_LIMIT, partnerScope, RATE_LIMITS } from '../../src/api/partner-scope.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createRedis } from '../../src/redis.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';

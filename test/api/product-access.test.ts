@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/api/errors.ts';
 import { resolveProduct, type StateRule } from '../../src/api/product-access.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type ProductStatus } from '../../src/db/products.ts';
+import { ApiError } from '../../src/http/errors.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const ADDR = '0x0000000000000000000000000000000000000001' as const;

@@ -11,12 +11,12 @@
  * and the contract check fails any code a route answers without documenting it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
-import { ERROR_CATALOGUE, type ErrorCode } from '../../src/api/errors.ts';
 import { RATE_LIMITS } from '../../src/api/partner-scope.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Environment } from '../../src/db/products.ts';
+import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';

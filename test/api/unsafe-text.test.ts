@@ -13,13 +13,13 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
-import { ERROR_CATALOGUE } from '../../src/api/errors.ts';
-import { unsafeTextAt } from '../../src/api/text-check.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createInboundSecretsRepo } from '../../src/db/inbound-secrets.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo } from '../../src/db/products.ts';
+import { ERROR_CATALOGUE } from '../../src/http/errors.ts';
+import { unsafeTextAt } from '../../src/http/text-check.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';

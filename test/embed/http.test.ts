@@ -7,7 +7,6 @@
  * in real Chromium by the e2e suite.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createEmbedSettingsRepo, normaliseOrigin } from '../../src/db/embed-settings.ts';
 import { createInboundEventsRepo } from '../../src/db/inbound-events.ts';
@@ -16,6 +15,7 @@ import { createProductsRepo, type Product, type ProductStatus } from '../../src/
 import { embedCsp } from '../../src/embed/csp.ts';
 import { buildProductView, embedGate } from '../../src/embed/product-view.ts';
 import { createLogger } from '../../src/logger.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { insertSnapshots } from '../helpers/snapshots.ts';
 import { builtEmbedAssets } from './build.ts';

@@ -7,7 +7,7 @@
 import { gunzipSync } from 'node:zlib';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import type { buildApp } from '../../src/api/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 

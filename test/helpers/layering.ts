@@ -74,3 +74,44 @@ export function forbiddenImports(
   }
   return found;
 }
+
+/**
+ * The import cycles of a graph: each strongly connected group of two or more files (Tarjan's
+ * algorithm), its files sorted, the groups sorted.
+ */
+export function importCycles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const groups: string[][] = [];
+  let next = 0;
+  const visit = (file: string) => {
+    index.set(file, next);
+    low.set(file, next);
+    next++;
+    stack.push(file);
+    onStack.add(file);
+    for (const to of graph.get(file) ?? []) {
+      if (!graph.has(to)) continue;
+      if (!index.has(to)) {
+        visit(to);
+        low.set(file, Math.min(low.get(file)!, low.get(to)!));
+      } else if (onStack.has(to)) {
+        low.set(file, Math.min(low.get(file)!, index.get(to)!));
+      }
+    }
+    if (low.get(file) === index.get(file)) {
+      const group: string[] = [];
+      let f: string;
+      do {
+        f = stack.pop()!;
+        onStack.delete(f);
+        group.push(f);
+      } while (f !== file);
+      if (group.length > 1) groups.push(group.sort());
+    }
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return groups.sort((a, b) => a[0]!.localeCompare(b[0]!));
+}

@@ -28,7 +28,7 @@ async function callApi(key: string) {
   return { status: res.statusCode, code: (res.json() as { code?: string }).code };
 }
 
-/** A revocation reaches the API within its read cache's poll (1 s): see src/api/read-cache.ts. */
+/** A revocation reaches the API within its read cache's poll (1 s): see src/http/read-cache.ts. */
 async function expectRevoked(key: string) {
   await expect
     .poll(() => callApi(key), { timeout: 5000, interval: 100 })

@@ -10,13 +10,13 @@
 import { Decimal } from 'decimal.js';
 import { type Address, encodeFunctionData, maxUint256 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
 import { createChainClient } from '../../src/chain/client.ts';
 import { testUSDAbi, yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
 import { createLogger } from '../../src/logger.ts';
+import { buildApp } from '../../src/server/app.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import { createMetricsProcessor } from '../../src/sync/metrics.ts';

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/api/app.ts';
+import { buildApp } from '../../src/server/app.ts';
 import {
   assertOutboundPayload,
   OUTBOUND_EVENT_TYPES,

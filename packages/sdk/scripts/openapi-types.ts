@@ -7,7 +7,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildApp } from '../../../src/api/app.ts';
+import { buildApp } from '../../../src/server/app.ts';
 import type { Database } from '../../../src/db/client.ts';
 import { createLogger } from '../../../src/logger.ts';
 

@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/api/app.ts';
+import { buildApp } from '../../../src/server/app.ts';
 import { createApiKeysRepo } from '../../../src/db/api-keys.ts';
 import { createInboundEventsRepo } from '../../../src/db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../../../src/db/inbound-secrets.ts';

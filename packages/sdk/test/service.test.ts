@@ -20,7 +20,7 @@ import {
 } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/api/app.ts';
+import { buildApp } from '../../../src/server/app.ts';
 import { createChainClient } from '../../../src/chain/client.ts';
 import { DEV_MNEMONIC } from '../../../src/chain/local/accounts.ts';
 import { ensureLocalChain, type LocalChain } from '../../../src/chain/local/ensure.ts';

@@ -5,12 +5,12 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { trailingDays } from '../date-range.ts';
-import type { SnapshotRouteDeps } from '../dependencies.ts';
-import { ApiError } from '../errors.ts';
+import { trailingDays } from '../../http/date-range.ts';
+import type { SnapshotRouteDeps } from '../../http/dependencies.ts';
+import { ApiError } from '../../http/errors.ts';
+import { sendCachedJson } from '../../http/read-cache.ts';
+import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
-import { sendCachedJson } from '../read-cache.ts';
-import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const ALLOWED_DAYS = [7, 30, 180] as const;
 

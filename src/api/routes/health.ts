@@ -7,10 +7,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { type Database, pingDatabase } from '../../db/client.ts';
+import type { ChainRuntimeState } from '../../http/dependencies.ts';
+import { ApiError } from '../../http/errors.ts';
+import { errorResponses } from '../../http/schemas.ts';
 import type { Redis } from '../../redis.ts';
-import type { ChainRuntimeState } from '../dependencies.ts';
-import { ApiError } from '../errors.ts';
-import { errorResponses } from '../schemas.ts';
 
 const READY_TIMEOUT_MS = 2000;
 

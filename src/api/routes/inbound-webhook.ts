@@ -25,6 +25,9 @@ import { Type } from 'typebox';
 import type { InboundEventsRepo, NewInboundEvent } from '../../db/inbound-events.ts';
 import type { InboundSecretsRepo } from '../../db/inbound-secrets.ts';
 import type { ProductsRepo } from '../../db/products.ts';
+import { ApiError } from '../../http/errors.ts';
+import { InboundAck } from '../../http/schemas.ts';
+import { unsafeTextAt } from '../../http/text-check.ts';
 import { inboundEvents } from '../../telemetry/metrics.ts';
 import {
   dataError,
@@ -35,10 +38,7 @@ import {
   parseInboundEnvelope,
 } from '../../webhooks/inbound-schemas.ts';
 import { verifySignature } from '../../webhooks/signature.ts';
-import { ApiError } from '../errors.ts';
-import { partnerOf } from '../partner-scope.ts';
-import { InboundAck } from '../schemas.ts';
-import { unsafeTextAt } from '../text-check.ts';
+import { partnerOf } from '../partner-identity.ts';
 
 export const INBOUND_PATH = '/api/partner/webhooks/inbound';
 

@@ -3,11 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { getAddress, isAddress } from 'viem';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { ChainReader } from '../../http/chain-reader.ts';
+import { ApiError } from '../../http/errors.ts';
+import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { formatUnits, usdValue } from '../../money/index.ts';
-import type { ChainReader } from '../chain-reader.ts';
-import { ApiError } from '../errors.ts';
 import { productOf } from '../product-access.ts';
-import { DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 

@@ -3,9 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ScheduledFeeChange } from '../../chain/read-scheduled-fee-change.ts';
 import type { ProductsRepo } from '../../db/products.ts';
-import type { ChainReader } from '../chain-reader.ts';
+import type { ChainReader } from '../../http/chain-reader.ts';
+import { Ok, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
-import { Ok, SlugParams } from '../schemas.ts';
 
 export const Health = Type.Object(
   {

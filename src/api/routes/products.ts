@@ -6,11 +6,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Product as ProductRecord, ProductsRepo } from '../../db/products.ts';
 import { presentedApys, type SnapshotReads, type SnapshotView } from '../../db/snapshot-reads.ts';
+import { type ReadCache, sendCachedJson } from '../../http/read-cache.ts';
+import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { formatUnits } from '../../money/index.ts';
-import { partnerOf } from '../partner-scope.ts';
+import { partnerOf } from '../partner-identity.ts';
 import { productOf } from '../product-access.ts';
-import { type ReadCache, sendCachedJson } from '../read-cache.ts';
-import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const LatestMetrics = Type.Object(
   {

@@ -7,10 +7,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads } from '../../db/snapshot-reads.ts';
+import { ApiError } from '../../http/errors.ts';
+import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { parseAmount, projectYield } from '../../money/index.ts';
-import { ApiError } from '../errors.ts';
 import { productOf } from '../product-access.ts';
-import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../schemas.ts';
 
 export const YieldProjection = Type.Object(
   {

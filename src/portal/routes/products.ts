@@ -11,12 +11,12 @@
  * served by the portal itself.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { parseDay, trailingDays } from '../../api/date-range.ts';
-import { ApiError } from '../../api/errors.ts';
-import { feeStatsRows } from '../../api/routes/fee-stats.ts';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment, Product } from '../../db/products.ts';
 import { presentedApys, type SnapshotView } from '../../db/snapshot-reads.ts';
+import { parseDay, trailingDays } from '../../http/date-range.ts';
+import { ApiError } from '../../http/errors.ts';
+import { feeStatsRows } from '../../http/fee-stats-view.ts';
 import { toBaseUnits } from '../../money/index.ts';
 import { type CompactChartData, encodeChartData } from '../chart-data.ts';
 import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';

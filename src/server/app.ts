@@ -6,37 +6,37 @@
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController } from 'fastify';
+import { registerOpenApi } from '../api/openapi.ts';
+import { partnerScope } from '../api/partner-scope.ts';
+import { apyHistoryRoute } from '../api/routes/apy-history.ts';
+import { feeStatsRoute } from '../api/routes/fee-stats.ts';
+import { healthRoutes } from '../api/routes/health.ts';
+import { inboundWebhookRoute } from '../api/routes/inbound-webhook.ts';
+import { positionRoute } from '../api/routes/position.ts';
+import { productHealthRoute } from '../api/routes/product-health.ts';
+import { productsRoutes } from '../api/routes/products.ts';
+import { yieldCalcRoute } from '../api/routes/yield-calc.ts';
 import type { Database } from '../db/client.ts';
 import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
+import { installAccessLog } from '../http/access-log.ts';
+import { type ChainEntries, wireDependencies } from '../http/dependencies.ts';
+import { clientErrorHandler, frameworkErrors, installErrorMapping } from '../http/error-mapping.ts';
+import type { BaseApp } from '../http/fastify-app.ts';
+import { installRequestIds, requestIdFor } from '../http/request-id.ts';
+import { installTextCheck } from '../http/text-check.ts';
 import type { Logger } from '../logger.ts';
 import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
 import type { Redis } from '../redis.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
-import { installAccessLog } from './access-log.ts';
-import { type ChainEntries, wireDependencies } from './dependencies.ts';
-import { clientErrorHandler, frameworkErrors, installErrorMapping } from './error-mapping.ts';
-import type { BaseApp } from './fastify-app.ts';
-import { registerOpenApi } from './openapi.ts';
-import { partnerScope } from './partner-scope.ts';
-import { installRequestIds, requestIdFor } from './request-id.ts';
-import { apyHistoryRoute } from './routes/apy-history.ts';
-import { feeStatsRoute } from './routes/fee-stats.ts';
-import { healthRoutes } from './routes/health.ts';
-import { inboundWebhookRoute } from './routes/inbound-webhook.ts';
-import { positionRoute } from './routes/position.ts';
-import { productHealthRoute } from './routes/product-health.ts';
-import { productsRoutes } from './routes/products.ts';
-import { yieldCalcRoute } from './routes/yield-calc.ts';
-import { installTextCheck } from './text-check.ts';
 
-export type { ChainEntries } from './dependencies.ts';
+export type { ChainEntries } from '../http/dependencies.ts';
 
 export interface AppDeps {
   /**
-   * Record per-request metrics (src/api/http-metrics.ts). The service turns it on when METRICS_PORT
+   * Record per-request metrics (src/http/http-metrics.ts). The service turns it on when METRICS_PORT
    * is set; off, a request pays nothing for them.
    */
   httpMetrics?: boolean;

@@ -3,7 +3,7 @@
  * template and status, a latency histogram by status class, and 429 refusals by route. Labels are
  * route templates (`/api/partner/products/:slug`), never URLs: an unmatched path counts as
  * `unmatched`, so no caller can grow the label set. Recorded by the access log's hook
- * (src/api/access-log.ts), which reads the route, status and latency once for both.
+ * (src/http/access-log.ts), which reads the route, status and latency once for both.
  */
 import { rateLimitRefusals, recordHttpRequest } from '../telemetry/metrics.ts';
 

@@ -101,7 +101,7 @@ export const isOutageAnswer = (request: FastifyRequest) => outageAnswers.has(req
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The app's outage log (src/api/outage.ts), shared by every error handler of the app. */
+    /** The app's outage log (src/http/outage.ts), shared by every error handler of the app. */
     outages: OutageLog;
   }
 }

@@ -2,7 +2,7 @@
  * One access-log line per request, with only fields that cannot carry a secret: never headers,
  * and a URL whose credentials (an API key or a portal sign-in token in the query, anything
  * key-shaped anywhere) are redacted.
- * The same hook records the request metrics when they are on (src/api/http-metrics.ts): one hook
+ * The same hook records the request metrics when they are on (src/http/http-metrics.ts): one hook
  * reads the route, status and latency once for both, so metrics add a map update per request and
  * no hook of their own.
  */

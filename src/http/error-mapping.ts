@@ -91,7 +91,7 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
 
 /**
  * The answer to a request that failed because the database or Redis is unreachable: 503
- * service_unavailable with Retry-After, the outage logged once (src/api/outage.ts). False when
+ * service_unavailable with Retry-After, the outage logged once (src/http/outage.ts). False when
  * `err` is no outage.
  */
 export function answerOutage(err: unknown, request: FastifyRequest, reply: FastifyReply): boolean {

@@ -1,0 +1,12 @@
+/**
+ * What CHAINS_FILE parsing shares between its parts (chains.ts and signer-settings.ts): the error a
+ * bad file raises, and the chain ids counted as local development chains. Its own module so those
+ * two do not import each other.
+ */
+
+/** Chain ids of local development nodes (anvil, Hardhat, Ganache), where depth 0 is allowed. */
+export const LOCAL_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
+
+export class ChainsFileError extends Error {
+  override name = 'ChainsFileError';
+}

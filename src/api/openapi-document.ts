@@ -1,39 +1,24 @@
 /**
- * Finishes the OpenAPI document that @fastify/swagger generates from the route schemas, so that a
- * partner can generate a correct client from it (openapi-typescript + openapi-fetch) and it lints
- * clean under Redocly's `recommended` and Spectral's `oas` rules (#14). The route schemas stay the
- * single source of the shapes; this module adds what they do not carry:
+ * Finishes the OpenAPI document that @fastify/swagger generates from the route declarations, so
+ * that a partner can generate a correct client from it (openapi-typescript + openapi-fetch) and it
+ * lints clean under Redocly's `recommended` and Spectral's `oas` rules (#14). Each route file
+ * carries its own contract (operationId, summary, description, tags, schemas, the error codes it
+ * may answer, its Cache-Control); this module only applies the rules common to every operation:
  *
- * - per operation: operationId, summary, description, tags (OPERATIONS below; a route missing from
- *   it fails the OpenAPI test), `security: []` on the probes, a global ApiKey requirement;
- * - named component schemas: the resource shapes (Product, LatestMetrics, …) are replaced by
- *   `$ref`s to `#/components/schemas/…`, and every error response by `Error` narrowed to the codes
- *   of that status;
+ * - named component schemas: a shape with a `title` (Product, LatestMetrics, …) is published once
+ *   under `#/components/schemas/<title>` and referenced; every error response becomes `Error`
+ *   narrowed to the codes of that status;
+ * - `security: []` on the probes, a global ApiKey requirement;
  * - the contract's parameter types where the wire validation is looser on purpose (the routes
  *   accept any string so that a bad value answers the catalogue code, not a generic 400): `days`
  *   an integer enum 7/30/180, `amount` and `address` required, dates `format: date`;
- * - declared response headers: RateLimit-*, Retry-After, Cache-Control, x-request-id;
+ * - declared response headers: RateLimit-*, Retry-After, Cache-Control (from the route's
+ *   `config.cacheControl`), x-request-id;
  * - unions of string literals written as one `enum` (no one-branch `anyOf`).
  */
 import { ERROR_CATALOGUE, type ErrorCode } from '../http/errors.ts';
-import { FeeStatsRow } from '../http/fee-stats-view.ts';
-import { ApyBasisSchema, InboundAck } from '../http/schemas.ts';
-import { ApyHistoryRow } from './routes/apy-history.ts';
-import { Position } from './routes/position.ts';
-import { Health } from './routes/product-health.ts';
-import { LatestMetrics, Product } from './routes/products.ts';
-import { YieldProjection } from './routes/yield-calc.ts';
 
 type Json = Record<string, unknown>;
-
-interface OperationDoc {
-  operationId: string;
-  summary: string;
-  description: string;
-  tags: string[];
-  /** The Cache-Control the 200 answer carries. */
-  cacheControl?: string;
-}
 
 export const TAGS = [
   { name: 'Products', description: "The caller's products and their daily figures." },
@@ -41,111 +26,6 @@ export const TAGS = [
   { name: 'Webhooks', description: 'Events the partner pushes to the service (inbound).' },
   { name: 'Probes', description: 'Liveness and readiness, without a key.' },
 ];
-
-/** Operation metadata, keyed by `METHOD path` as in the document. */
-export const OPERATIONS: Record<string, OperationDoc> = {
-  'GET /health': {
-    operationId: 'getLiveness',
-    summary: 'Liveness probe',
-    description: 'Answers while the process runs. No key; never rate limited.',
-    tags: ['Probes'],
-  },
-  'GET /ready': {
-    operationId: 'getReadiness',
-    summary: 'Readiness probe',
-    description:
-      'Answers 200 once the service can serve partner requests (its database, Redis when configured, ' +
-      'and the chain runtime); 503 `service_unavailable` naming the part that is not ready otherwise. No key.',
-    tags: ['Probes'],
-  },
-  'GET /api/partner/products': {
-    operationId: 'listProducts',
-    summary: 'List products',
-    description:
-      "Every product of the key's partner in the key's environment (live or sandbox), across chains, " +
-      'with its latest daily metrics.',
-    tags: ['Products'],
-    cacheControl: 'private, max-age=60',
-  },
-  'GET /api/partner/products/{slug}': {
-    operationId: 'getProduct',
-    summary: 'Get a product',
-    description: 'One product, in every state (pending_deploy, active, paused, deprecated).',
-    tags: ['Products'],
-    cacheControl: 'private, max-age=60',
-  },
-  'GET /api/partner/products/{slug}/apy-history': {
-    operationId: 'getApyHistory',
-    summary: 'APY history',
-    description:
-      'One row per UTC day of the window (`days`, default 30), newest first, ending at the latest ' +
-      'finished day: `days=N` gives N rows when N days of history exist. A day without a snapshot is ' +
-      "absent, never invented. Only days of the engine's own (no launch-day estimate).",
-    tags: ['Products'],
-    cacheControl: 'private, max-age=300',
-  },
-  'GET /api/partner/products/{slug}/fee-stats': {
-    operationId: 'getFeeStats',
-    summary: 'Fee-split statistics',
-    description:
-      'Daily yield, partner fee and service fee, oldest first, for reconciliation. Without dates: the ' +
-      '30 days ending at the latest finished day. Only `start_date`: up to today. Only `end_date`: the ' +
-      '30 days ending then. A span over 365 days is 400 `range_too_large`.',
-    tags: ['Products'],
-    cacheControl: 'private, max-age=300',
-  },
-  'GET /api/partner/products/{slug}/yield-calc': {
-    operationId: 'getYieldProjection',
-    summary: 'Project yield',
-    description:
-      "A projection (not a guarantee) of a new deposit's annual and monthly yield at the product's " +
-      'latest net APY (`apy_basis` says whether it is measured on the engine or estimated from the ' +
-      'underlying vault on launch day). Prices a new deposit: a paused product answers 503 ' +
-      '`product_paused`, a deprecated one 410 `product_deprecated`.',
-    tags: ['Products'],
-    cacheControl: 'no-store',
-  },
-  'GET /api/partner/products/{slug}/health': {
-    operationId: 'getProductHealth',
-    summary: 'Product health',
-    description:
-      'Operational flags read from the chain: gate the deposit action on `is_paused` and ' +
-      '`underlying_ok`. 503 `chain_rpc_unavailable` when the chain cannot be read (retry after 30 s).',
-    tags: ['Positions'],
-    cacheControl: 'private, max-age=60',
-  },
-  'GET /api/partner/products/{slug}/position': {
-    operationId: 'getPosition',
-    summary: 'Wallet position',
-    description:
-      "One wallet's shares and their value in one product, read from the chain at one block. Served " +
-      'in every deployed state, so holders of a paused or deprecated product can still exit.',
-    tags: ['Positions'],
-    cacheControl: 'private, max-age=30',
-  },
-  'POST /api/partner/webhooks/inbound': {
-    operationId: 'postInboundEvent',
-    summary: 'Push an inbound event',
-    description:
-      'The partner pushes a signed event (`ping`, `deposit.submitted`, `redeem.submitted`). Signed with ' +
-      'HMAC-SHA256 over the raw body under the inbound secret; idempotent per `Idempotency-Key`.',
-    tags: ['Webhooks'],
-    cacheControl: 'no-store',
-  },
-};
-
-/** Shapes published as named components (the route schemas they are made from). */
-const NAMED_SCHEMAS: Record<string, unknown> = {
-  Product,
-  LatestMetrics,
-  ApyBasis: ApyBasisSchema,
-  ApyHistoryRow,
-  FeeStatsRow,
-  YieldProjection,
-  Health,
-  Position,
-  InboundAck,
-};
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
@@ -180,24 +60,6 @@ const HEADERS: Record<string, Json> = {
   },
 };
 
-/** Canonical JSON of a schema as the generator emits it (TypeBox's `const` becomes `enum`). */
-function canonical(value: unknown): string {
-  return JSON.stringify(normalise(value));
-}
-
-function normalise(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(normalise);
-  if (value === null || typeof value !== 'object') return value;
-  const out: Json = {};
-  for (const key of Object.keys(value).sort()) {
-    const v = (value as Json)[key];
-    if (key === 'const') out.enum = [normalise(v)];
-    else out[key] = normalise(v);
-  }
-  // One-literal unions are written as one enum (see flattenUnions); compare after the same step.
-  return flattenUnion(out);
-}
-
 /** `anyOf` of string (or boolean) literals → one `enum`; a one-branch `anyOf` → that branch. */
 function flattenUnion(node: Json): Json {
   const anyOf = node.anyOf;
@@ -231,30 +93,6 @@ function walkChildren(node: Json, visit: (n: Json) => Json): Json {
   const out: Json = {};
   for (const [k, v] of Object.entries(node)) out[k] = walk(v, visit);
   return out;
-}
-
-/**
- * Canonical keys of the named shapes, in the form the bottom-up walk meets them: with their named
- * descendants already replaced by references (Product holds a LatestMetrics reference, which
- * holds an ApyBasis one). A few passes settle the nesting.
- */
-function namedKeys(): Map<string, string> {
-  const normalised = Object.entries(NAMED_SCHEMAS).map(
-    ([name, s]) => [name, normalise(s)] as const,
-  );
-  let keys = new Map<string, string>();
-  for (let pass = 0; pass < 4; pass++) {
-    const next = new Map<string, string>();
-    for (const [name, s] of normalised) {
-      const form = walkChildren(s as Json, (n) => {
-        const inner = keys.get(canonical(n));
-        return inner ? ref(inner) : n;
-      });
-      next.set(canonical(form), name);
-    }
-    keys = next;
-  }
-  return keys;
 }
 
 /** The error envelope: every error answer of every operation is this, narrowed per status. */
@@ -302,40 +140,37 @@ interface Operation {
   responses: Record<string, Json & { content?: { 'application/json'?: { schema: unknown } } }>;
 }
 
-/** Applies everything above to the generated document (the swagger plugin's transformObject). */
-export function finishOpenApiDocument(doc: Json): Json {
-  const named = namedKeys();
+/**
+ * Applies everything above to the generated document (the swagger plugin's transformObject).
+ * `cacheControl` holds each operation's declared Cache-Control, keyed `METHOD /path/{param}`.
+ */
+export function finishOpenApiDocument(
+  doc: Json,
+  cacheControl: ReadonlyMap<string, string> = new Map(),
+): Json {
   const components = (doc.components ?? {}) as Json;
   const schemas = (components.schemas ?? {}) as Json;
   delete schemas.ErrorEnvelope; // published as `Error`
   schemas.Error = errorComponent();
 
-  // 1. Unions flattened, then named shapes replaced by references (inner ones first: walk is
+  // 1. Unions flattened, then titled shapes replaced by references (inner ones first: walk is
   //    bottom-up, so Product's latest_metrics becomes a LatestMetrics reference).
   const replaceNamed = (n: Json): Json => {
     const flat = flattenUnion(n);
-    const name = named.get(canonical(flat));
-    if (name) {
-      schemas[name] ??= flat;
-      return ref(name);
-    }
-    return flat;
+    const { title, ...shape } = flat;
+    if (typeof title !== 'string') return flat;
+    schemas[title] ??= shape;
+    return ref(title);
   };
   const paths = walk(doc.paths, replaceNamed) as Record<string, Record<string, Operation>>;
 
   for (const [path, ops] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(ops)) {
-      const key = `${method.toUpperCase()} ${path}`;
-      const meta = OPERATIONS[key];
-      // A route without metadata keeps what it declares (test/api/openapi-lint.test.ts fails on it).
-      if (!meta) continue;
+      // A route that declares no operationId is left as it is (test/api/openapi-lint.test.ts fails
+      // on one in the service; tests add such routes of their own).
+      if (!op.operationId) continue;
       const probe = !path.startsWith('/api/');
-      op.operationId = meta.operationId;
-      op.summary = meta.summary;
-      op.description = op.description
-        ? `${meta.description}\n\n${op.description}`
-        : meta.description;
-      op.tags = meta.tags;
+      const declaredCacheControl = cacheControl.get(`${method.toUpperCase()} ${path}`);
       if (probe) op.security = [];
 
       for (const p of op.parameters ?? []) {
@@ -369,14 +204,14 @@ export function finishOpenApiDocument(doc: Json): Json {
           headers['RateLimit-Reset'] = headerRef('RateLimitReset');
         }
         // Sent with 429, and with yield-calc's 503 `service_unavailable` (no APY yet).
-        if (status === '429' || (status === '503' && meta.operationId === 'getYieldProjection')) {
+        if (status === '429' || (status === '503' && op.operationId === 'getYieldProjection')) {
           headers['Retry-After'] = headerRef('RetryAfter');
         }
-        if (status === '200' && meta.cacheControl)
+        if (status === '200' && declaredCacheControl)
           headers['Cache-Control'] = headerRef('CacheControl');
         response.headers = { ...(response.headers as Json | undefined), ...headers };
         if (!response.description || response.description === 'Default Response') {
-          response.description = status.startsWith('2') ? meta.summary : `Error ${status}`;
+          response.description = status.startsWith('2') ? (op.summary ?? '') : `Error ${status}`;
         }
       }
     }

@@ -1,8 +1,9 @@
 /**
  * The OpenAPI document, served at /openapi.json and rendered at /docs. It is generated from the
- * schemas the routes validate and serialise with, so it cannot drift from what the API does; this
- * module holds only what no route declares: the document's header, the error catalogue table, the
- * security scheme and the outbound webhooks.
+ * declarations of the routes (their schemas, operation ids, summaries, tags, error codes and
+ * Cache-Control), so it cannot drift from what the API does; this module holds only what no route
+ * declares: the document's header, the error catalogue table, the security scheme, the tags'
+ * descriptions and the outbound webhooks.
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -41,14 +42,23 @@ export const OPENAPI_BASE = {
 
 /** Registers the document generator; call before the routes it describes are registered. */
 export async function registerOpenApi(app: BaseApp): Promise<void> {
+  // Each route's declared Cache-Control, for its 200 answer's documented header.
+  const cacheControl = new Map<string, string>();
+  app.addHook('onRoute', (route) => {
+    const declared = route.config?.cacheControl;
+    if (!declared) return;
+    const path = route.url.replace(/:(\w+)/g, '{$1}');
+    for (const method of [route.method].flat()) cacheControl.set(`${method} ${path}`, declared);
+  });
   await app.register(swagger, {
     openapi: { ...OPENAPI_BASE, webhooks: openApiWebhooks() },
     // Operation metadata, named components, headers and the contract's parameter types.
     transformObject: (document) =>
       'openapiObject' in document
-        ? (finishOpenApiDocument(document.openapiObject as Record<string, unknown>) as Partial<
-            typeof document.openapiObject
-          >)
+        ? (finishOpenApiDocument(
+            document.openapiObject as Record<string, unknown>,
+            cacheControl,
+          ) as Partial<typeof document.openapiObject>)
         : document.swaggerObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });

@@ -38,7 +38,7 @@ export const FeeStatsRow = Type.Object(
       'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
     ),
   },
-  { additionalProperties: false },
+  { title: 'FeeStatsRow', additionalProperties: false },
 );
 
 /** fee-stats rows as the API serves them (the portal's charts and CSV use the same function). */

@@ -68,6 +68,7 @@ export const InboundAck = Type.Object(
     }),
   },
   {
+    title: 'InboundAck',
     additionalProperties: false,
     description:
       'Stored (`duplicate: false`), or stored before under this Idempotency-Key (`duplicate: true`).',
@@ -77,6 +78,7 @@ export const InboundAck = Type.Object(
 export const ApyBasisSchema = Type.Union(
   [Type.Literal('engine'), Type.Literal('underlying_estimate')],
   {
+    title: 'ApyBasis',
     description:
       "Where the APYs come from. `engine`: measured on the engine's own day (its share price at two " +
       'day boundaries). `underlying_estimate`: the product has no full day of its own yet (launched ' +

@@ -22,6 +22,7 @@ import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
 import { installAccessLog } from '../http/access-log.ts';
+import { installCacheControl } from '../http/cache-control.ts';
 import { type ChainEntries, wireDependencies } from '../http/dependencies.ts';
 import { clientErrorHandler, frameworkErrors, installErrorMapping } from '../http/error-mapping.ts';
 import type { BaseApp } from '../http/fastify-app.ts';
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps) {
   installAccessLog(base, { metrics: deps.httpMetrics === true });
   installErrorMapping(base);
   installTextCheck(base);
+  installCacheControl(base);
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
 
   // Registered before the routes it describes.

@@ -11,6 +11,7 @@ import {
   type TransportOptions,
 } from './http.ts';
 import { type InboundEvent, signInbound } from './inbound.ts';
+import { operationPath } from './operations.ts';
 import type {
   ApyHistoryQuery,
   ApyHistoryRow,
@@ -21,6 +22,7 @@ import type {
   Position,
   Product,
   ProductHealth,
+  Readiness,
   YieldCalcQuery,
   YieldProjection,
 } from './types.ts';
@@ -33,9 +35,6 @@ export interface ClientOptions extends Omit<TransportOptions, 'baseUrl'> {
   /** The inbound secret (`whsec_…`) of the key's environment, for sendInbound. */
   inboundSecret?: string;
 }
-
-const enc = encodeURIComponent;
-const product = (slug: string) => `/api/partner/products/${enc(slug)}`;
 
 export class PartnerYieldClient {
   readonly #request: Transport;
@@ -58,12 +57,12 @@ export class PartnerYieldClient {
 
   /** Every product of the key's partner and environment. */
   listProducts(options?: RequestOptions): Promise<Product[]> {
-    return this.#get('/api/partner/products', undefined, options);
+    return this.#get(operationPath('listProducts'), undefined, options);
   }
 
   /** One product, in any state. */
   getProduct(slug: string, options?: RequestOptions): Promise<Product> {
-    return this.#get(product(slug), undefined, options);
+    return this.#get(operationPath('getProduct', { slug }), undefined, options);
   }
 
   /** Daily APYs, newest first (`days`: 7, 30 or 180; default 30). */
@@ -72,7 +71,7 @@ export class PartnerYieldClient {
     query?: ApyHistoryQuery,
     options?: RequestOptions,
   ): Promise<ApyHistoryRow[]> {
-    return this.#get(`${product(slug)}/apy-history`, query, options);
+    return this.#get(operationPath('getApyHistory', { slug }), query, options);
   }
 
   /** Daily yield and fee split, oldest first (UTC dates, inclusive; default the last 30 days). */
@@ -81,7 +80,7 @@ export class PartnerYieldClient {
     query?: FeeStatsQuery,
     options?: RequestOptions,
   ): Promise<FeeStatsRow[]> {
-    return this.#get(`${product(slug)}/fee-stats`, query, options);
+    return this.#get(operationPath('getFeeStats', { slug }), query, options);
   }
 
   /** Projected yield of `amount` (a decimal string in whole asset units) at the current net APY. */
@@ -90,23 +89,38 @@ export class PartnerYieldClient {
     query: YieldCalcQuery,
     options?: RequestOptions,
   ): Promise<YieldProjection> {
-    return this.#get(`${product(slug)}/yield-calc`, query, options);
+    return this.#get(operationPath('getYieldProjection', { slug }), query, options);
   }
 
   /** Pause state, upstream state and last block: gate the deposit button on it. */
   getProductHealth(slug: string, options?: RequestOptions): Promise<ProductHealth> {
-    return this.#get(`${product(slug)}/health`, undefined, options);
+    return this.#get(operationPath('getProductHealth', { slug }), undefined, options);
   }
 
   /** A wallet's shares and their value in one product. */
   getPosition(slug: string, address: string, options?: RequestOptions): Promise<Position> {
-    return this.#get(`${product(slug)}/position`, { address }, options);
+    return this.#get(operationPath('getPosition', { slug }), { address }, options);
   }
 
   /** The liveness probe (no key needed). */
   async health(options?: RequestOptions): Promise<Liveness> {
-    const res = await this.#request({ method: 'GET', path: '/health', auth: false }, options);
+    const res = await this.#request(
+      { method: 'GET', path: operationPath('getLiveness'), auth: false },
+      options,
+    );
     return (res.body as { data: Liveness }).data;
+  }
+
+  /**
+   * The readiness probe (no key needed): resolves once the service can serve partner requests;
+   * rejects with `service_unavailable` naming the part that is not ready otherwise.
+   */
+  async ready(options?: RequestOptions): Promise<Readiness> {
+    const res = await this.#request(
+      { method: 'GET', path: operationPath('getReadiness'), auth: false },
+      options,
+    );
+    return (res.body as { data: Readiness }).data;
   }
 
   /**
@@ -132,7 +146,7 @@ export class PartnerYieldClient {
     const res = await this.#request(
       {
         method: 'POST',
-        path: '/api/partner/webhooks/inbound',
+        path: operationPath('postInboundEvent'),
         headers: {
           'content-type': 'application/json',
           'idempotency-key': event.idempotencyKey ?? globalThis.crypto.randomUUID(),

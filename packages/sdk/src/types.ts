@@ -26,6 +26,7 @@ export type YieldProjection = Data<'/api/partner/products/{slug}/yield-calc'>;
 export type ProductHealth = Data<'/api/partner/products/{slug}/health'>;
 export type Position = Data<'/api/partner/products/{slug}/position'>;
 export type Liveness = Data<'/health'>;
+export type Readiness = Data<'/ready'>;
 
 type ApyDays = NonNullable<Query<'/api/partner/products/{slug}/apy-history'>['days']>;
 /** `days` as the document types it: the integers 7, 30 or 180. */

@@ -22,7 +22,7 @@ export const ApyHistoryRow = Type.Object(
       'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
     ),
   },
-  { additionalProperties: false },
+  { title: 'ApyHistoryRow', additionalProperties: false },
 );
 
 /** `days` as the spec allows it: absent → 30; exactly "7", "30" or "180"; anything else invalid_days. */
@@ -40,6 +40,11 @@ export function apyHistoryRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncType
       '/api/partner/products/:slug/apy-history',
       {
         schema: {
+          operationId: 'getApyHistory',
+          summary: 'APY history',
+          description:
+            "One row per UTC day of the window (`days`, default 30), newest first, ending at the latest finished day: `days=N` gives N rows when N days of history exist. A day without a snapshot is absent, never invented. Only days of the engine's own (no launch-day estimate).",
+          tags: ['Products'],
           params: SlugParams,
           querystring: Type.Object({
             days: Type.Optional(
@@ -53,6 +58,7 @@ export function apyHistoryRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncType
           response: { 200: Ok(Type.Array(ApyHistoryRow)) },
         },
         config: {
+          cacheControl: 'private, max-age=300',
           validationErrorCode: () => 'invalid_days',
           serves: 'deployed',
           errorCodes: ['invalid_days'],
@@ -64,7 +70,6 @@ export function apyHistoryRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncType
         // The window ends at the latest finished day (date-range.ts): N rows when N days exist.
         const latest = await deps.snapshots.latestFinalDate(product.id);
         const { from, to } = trailingDays(days, now(), latest);
-        reply.header('cache-control', 'private, max-age=300');
         await sendCachedJson(
           deps.cache,
           request,

@@ -22,6 +22,11 @@ export function feeStatsRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebo
       '/api/partner/products/:slug/fee-stats',
       {
         schema: {
+          operationId: 'getFeeStats',
+          summary: 'Fee-split statistics',
+          description:
+            'Daily yield, partner fee and service fee, oldest first, for reconciliation. Without dates: the 30 days ending at the latest finished day. Only `start_date`: up to today. Only `end_date`: the 30 days ending then. A span over 365 days is 400 `range_too_large`.',
+          tags: ['Products'],
           params: SlugParams,
           querystring: Type.Object({
             start_date: Type.Optional(
@@ -39,6 +44,7 @@ export function feeStatsRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebo
           response: { 200: Ok(Type.Array(FeeStatsRow)) },
         },
         config: {
+          cacheControl: 'private, max-age=300',
           validationErrorCode: () => 'invalid_date',
           serves: 'deployed',
           errorCodes: ['invalid_date', 'range_too_large'],
@@ -55,7 +61,6 @@ export function feeStatsRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebo
             ? await deps.snapshots.latestFinalDate(product.id)
             : undefined;
         const { from, to } = feeStatsRange(start, end, now(), latest);
-        reply.header('cache-control', 'private, max-age=300');
         await sendCachedJson(
           deps.cache,
           request,

@@ -39,6 +39,10 @@ export const healthRoutes: FastifyPluginAsync<{
     {
       config: { anyText: true },
       schema: {
+        operationId: 'getLiveness',
+        summary: 'Liveness probe',
+        description: 'Answers while the process runs. No key; never rate limited.',
+        tags: ['Probes'],
         response: {
           200: Type.Object({
             success: Type.Literal(true),
@@ -55,6 +59,11 @@ export const healthRoutes: FastifyPluginAsync<{
     {
       config: { probe: true, anyText: true },
       schema: {
+        operationId: 'getReadiness',
+        summary: 'Readiness probe',
+        description:
+          'Answers 200 once the service can serve partner requests (its database, Redis when configured, and the chain runtime); 503 `service_unavailable` naming the part that is not ready otherwise. No key.',
+        tags: ['Probes'],
         response: {
           200: Type.Object({
             success: Type.Literal(true),

@@ -120,8 +120,11 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
       INBOUND_PATH,
       {
         schema: {
-          summary: 'Push an event to the service',
+          operationId: 'postInboundEvent',
+          summary: 'Push an inbound event',
+          tags: ['Webhooks'],
           description:
+            'The partner pushes a signed event (`ping`, `deposit.submitted`, `redeem.submitted`). Signed with HMAC-SHA256 over the raw body under the inbound secret; idempotent per `Idempotency-Key`.\n\n' +
             'Signed with the inbound secret of the key environment. Checks, in order: key (401), ' +
             'rate limit (429), media type (415) and size (413), signature (401 ' +
             '`signature_mismatch`), `Idempotency-Key` (400 `missing_idempotency_key`), event type ' +
@@ -136,6 +139,7 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
         // signature must be verified over the raw bytes before any other rule is applied.
         validatorCompiler: () => () => true,
         config: {
+          cacheControl: 'no-store',
           errorCodes: [
             'signature_mismatch',
             'missing_idempotency_key',
@@ -242,7 +246,6 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
           );
         }
         inboundEvents.inc({ outcome: result.outcome === 'duplicate' ? 'duplicate' : 'accepted' });
-        reply.header('cache-control', 'no-store');
         return {
           success: true as const,
           event_id: result.event.id,

@@ -19,7 +19,7 @@ export const Position = Type.Object(
     assets: DecimalString('Asset value of the shares, in whole asset units'),
     usd_value: DecimalString('USD value, rounded toward zero to cents'),
   },
-  { additionalProperties: false },
+  { title: 'Position', additionalProperties: false },
 );
 
 /**
@@ -46,11 +46,17 @@ export function positionRoute(deps: {
       '/api/partner/products/:slug/position',
       {
         schema: {
+          operationId: 'getPosition',
+          summary: 'Wallet position',
+          description:
+            "One wallet's shares and their value in one product, read from the chain at one block. Served in every deployed state, so holders of a paused or deprecated product can still exit.",
+          tags: ['Positions'],
           params: SlugParams,
           querystring: Type.Object({ address: Type.Optional(Type.String()) }),
           response: { 200: Ok(Position) },
         },
         config: {
+          cacheControl: 'private, max-age=30',
           validationErrorCode: () => 'invalid_address',
           serves: 'deployed',
           errorCodes: ['invalid_address', 'chain_not_supported', 'chain_rpc_unavailable'],
@@ -70,7 +76,6 @@ export function positionRoute(deps: {
           wallet,
           reply.elapsedTime,
         );
-        reply.header('cache-control', 'private, max-age=30');
         return {
           success: true as const,
           data: {

@@ -16,7 +16,7 @@ export const Health = Type.Object(
     last_block: Type.Integer({ description: 'Block the flags were read at' }),
     notes: Type.String({ description: 'Free text; may be empty' }),
   },
-  { additionalProperties: false },
+  { title: 'Health', additionalProperties: false },
 );
 
 /**
@@ -36,8 +36,17 @@ export function productHealthRoute(deps: {
     app.get(
       '/api/partner/products/:slug/health',
       {
-        schema: { params: SlugParams, response: { 200: Ok(Health) } },
+        schema: {
+          operationId: 'getProductHealth',
+          summary: 'Product health',
+          description:
+            'Operational flags read from the chain: gate the deposit action on `is_paused` and `underlying_ok`. 503 `chain_rpc_unavailable` when the chain cannot be read (retry after 30 s).',
+          tags: ['Positions'],
+          params: SlugParams,
+          response: { 200: Ok(Health) },
+        },
         config: {
+          cacheControl: 'private, max-age=60',
           serves: 'deployed',
           errorCodes: ['chain_rpc_unavailable'],
         },
@@ -59,7 +68,6 @@ export function productHealthRoute(deps: {
         ]
           .filter(Boolean)
           .join(' ');
-        reply.header('cache-control', 'private, max-age=60');
         return {
           success: true as const,
           data: {

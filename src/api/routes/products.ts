@@ -22,7 +22,7 @@ export const LatestMetrics = Type.Object(
     ),
     apy_basis: ApyBasisSchema,
   },
-  { additionalProperties: false },
+  { title: 'LatestMetrics', additionalProperties: false },
 );
 
 export const Product = Type.Object(
@@ -55,7 +55,7 @@ export const Product = Type.Object(
         'less than a day old (no APY can be measured on any basis yet): null until its first day closes.',
     }),
   },
-  { additionalProperties: false },
+  { title: 'Product', additionalProperties: false },
 );
 
 export interface ProductsRouteDeps {
@@ -102,10 +102,19 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
   return async (app) => {
     app.get(
       '/api/partner/products',
-      { schema: { response: { 200: Ok(Type.Array(Product)) } } },
+      {
+        config: { cacheControl: 'private, max-age=60' },
+        schema: {
+          operationId: 'listProducts',
+          summary: 'List products',
+          description:
+            "Every product of the key's partner in the key's environment (live or sandbox), across chains, with its latest daily metrics.",
+          tags: ['Products'],
+          response: { 200: Ok(Type.Array(Product)) },
+        },
+      },
       async (request, reply) => {
         const caller = partnerOf(request);
-        reply.header('cache-control', 'private, max-age=60');
         await sendCachedJson(
           deps.cache,
           request,
@@ -127,12 +136,18 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
     app.get(
       '/api/partner/products/:slug',
       {
-        schema: { params: SlugParams, response: { 200: Ok(Product) } },
-        config: { serves: 'any' },
+        schema: {
+          operationId: 'getProduct',
+          summary: 'Get a product',
+          description: 'One product, in every state (pending_deploy, active, paused, deprecated).',
+          tags: ['Products'],
+          params: SlugParams,
+          response: { 200: Ok(Product) },
+        },
+        config: { cacheControl: 'private, max-age=60', serves: 'any' },
       },
       async (request, reply) => {
         const p = await productOf(request, deps.products);
-        reply.header('cache-control', 'private, max-age=60');
         await sendCachedJson(deps.cache, request, reply, `product:${p.id}`, async () => {
           const latest = await deps.snapshots.latestFor([p.id]);
           return { success: true as const, data: present(p, latest.get(p.id), deps.chainName) };

@@ -24,7 +24,7 @@ export const YieldProjection = Type.Object(
     ),
     apy_basis: ApyBasisSchema,
   },
-  { additionalProperties: false },
+  { title: 'YieldProjection', additionalProperties: false },
 );
 
 export function yieldCalcRoute(deps: {
@@ -36,6 +36,11 @@ export function yieldCalcRoute(deps: {
       '/api/partner/products/:slug/yield-calc',
       {
         schema: {
+          operationId: 'getYieldProjection',
+          summary: 'Project yield',
+          description:
+            "A projection (not a guarantee) of a new deposit's annual and monthly yield at the product's latest net APY (`apy_basis` says whether it is measured on the engine or estimated from the underlying vault on launch day). Prices a new deposit: a paused product answers 503 `product_paused`, a deprecated one 410 `product_deprecated`.",
+          tags: ['Products'],
           params: SlugParams,
           querystring: Type.Object({
             amount: Type.Optional(
@@ -48,6 +53,7 @@ export function yieldCalcRoute(deps: {
           response: { 200: Ok(YieldProjection) },
         },
         config: {
+          cacheControl: 'no-store',
           validationErrorCode: () => 'invalid_amount',
           serves: 'new_deposit',
           errorCodes: ['invalid_amount', 'service_unavailable'],
@@ -81,7 +87,6 @@ export function yieldCalcRoute(deps: {
             { 'retry-after': String(secondsToNextUtcDay(new Date())) },
           );
         }
-        reply.header('cache-control', 'no-store');
         return {
           success: true as const,
           data: {

@@ -4,7 +4,7 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { type Address, formatUnits, getAddress, type Hex, numberToHex } from 'viem';
-import { engineAbi, erc20Abi } from './abi.ts';
+import { engineAbi, erc20Abi } from '../../packages/sdk/src/generated/engine-abi.ts';
 import { bridgeProvider } from './bridge.ts';
 import { type ChainAccess, chainAccess } from './chain.ts';
 import type { EmbedPageConfig, EmbedProductView } from './config.ts';

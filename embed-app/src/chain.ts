@@ -15,7 +15,7 @@ import {
   numberToHex,
   pad,
 } from 'viem';
-import { engineAbi } from './abi.ts';
+import { engineAbi } from '../../packages/sdk/src/generated/engine-abi.ts';
 import { gasLimit } from './gas.ts';
 import type { Eip1193Provider } from './wallet.ts';
 

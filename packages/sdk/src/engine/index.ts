@@ -23,9 +23,9 @@ import {
 } from 'viem';
 import { PartnerYieldError } from '../errors.ts';
 import type { Product } from '../types.ts';
-import { engineAbi, erc20Abi } from './abi.ts';
+import { engineAbi, erc20Abi } from '../generated/engine-abi.ts';
 
-export { engineAbi, erc20Abi } from './abi.ts';
+export { engineAbi, erc20Abi } from '../generated/engine-abi.ts';
 
 /** The product fields the helpers read (a Product from the client fits). */
 export type EngineProduct = Pick<

@@ -8,12 +8,16 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { BaseError, type BaseErrorOptions } from './errors.ts';
 import { registerUrlPassword } from './url-secrets.ts';
 import { parseCidrList } from './webhooks/address-policy.ts';
 import { parseMasterKey } from './webhooks/secret-box.ts';
 
-export class ConfigError extends Error {
+export class ConfigError extends BaseError<'config_invalid'> {
   override name = 'ConfigError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('config_invalid', message, options);
+  }
 }
 
 type Parser<T> = (raw: string) => T;

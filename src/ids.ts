@@ -14,17 +14,43 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const LIMIT = 232;
 const ID_CHARS = 22;
 
-export type IdPrefix =
-  | 'ptn'
-  | 'prd'
-  | 'key'
-  | 'evt'
-  | 'dlv'
-  | 'whk'
-  | 'req'
-  | 'inb'
-  | 'mbr'
-  | 'aud';
+/**
+ * Every id prefix, and what it names. `dlv` and `emb` are made inside the database, by new_id()
+ * (migration 0041), in this same format: deliveries are fanned out by one INSERT … SELECT, embed ids
+ * by the trigger that creates a partner's settings. Request ids are not stored ids (x-request-id).
+ */
+export const ID_PREFIXES = {
+  ptn: 'partner',
+  prd: 'product',
+  key: 'API key',
+  evt: 'event',
+  whk: 'webhook destination',
+  mbr: 'portal member',
+  aud: 'portal audit entry',
+  dlv: 'webhook delivery (made by the database)',
+  emb: 'embed id (made by the database)',
+} as const;
+
+export type IdPrefix = keyof typeof ID_PREFIXES;
+
+const BASE58 = `[${ALPHABET}]{${ID_CHARS}}`;
+/** Ids the database made before migration 0041: 32 hex digits. */
+const LEGACY_DATABASE_ID = '[0-9a-f]{32}';
+const ID_SHAPES = new Map<string, RegExp>(
+  Object.keys(ID_PREFIXES).map((prefix) => [
+    prefix,
+    new RegExp(
+      prefix === 'dlv' || prefix === 'emb'
+        ? `^${prefix}_(${BASE58}|${LEGACY_DATABASE_ID})$`
+        : `^${prefix}_${BASE58}$`,
+    ),
+  ]),
+);
+
+/** Whether `value` is an id of this kind as we make them (a cheap check before any lookup). */
+export function isId(prefix: IdPrefix, value: string): boolean {
+  return ID_SHAPES.get(prefix)!.test(value);
+}
 
 const pool = Buffer.alloc(4096);
 let at = pool.length;

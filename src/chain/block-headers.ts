@@ -5,7 +5,9 @@
  * A header that a node does not have (it is behind the block, or the block was reorganised away) is
  * `MissingBlockError`: the caller waits and asks again, it never reads the gap as "no block".
  */
+
 import { type Hex, numberToHex } from 'viem';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import type { ChainClient } from './client.ts';
 
 export interface Header {
@@ -18,8 +20,11 @@ export interface Header {
 }
 
 /** The chain no longer has a block it had a moment ago (a reorg or a node behind the block). */
-export class MissingBlockError extends Error {
+export class MissingBlockError extends BaseError<'block_missing'> {
   override name = 'MissingBlockError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('block_missing', message, { ...options, retryable: true });
+  }
 }
 
 /** Headers asked for in one go at most: a batch every provider accepts. */

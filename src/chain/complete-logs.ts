@@ -16,7 +16,9 @@
  * So a missing log would need a node that has the block (its hash answered) and still leaves its
  * log out of a by-hash answer: not the failure providers have.
  */
+
 import type { Hex } from 'viem';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import { getHeaderRange, type Header } from './block-headers.ts';
 import { bloomFilter } from './bloom.ts';
 import type { ChainClient } from './client.ts';
@@ -41,8 +43,11 @@ export interface LogFilter {
 }
 
 /** The chain changed under a read, or nodes disagree on a block: read the range again. */
-export class ChainMovedError extends Error {
+export class ChainMovedError extends BaseError<'chain_moved'> {
   override name = 'ChainMovedError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('chain_moved', message, { ...options, retryable: true });
+  }
 }
 
 export interface CompleteLogs {

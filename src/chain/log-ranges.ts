@@ -5,6 +5,7 @@
  * also remembers the smaller span for its next ranges) and the daily metrics' flow sweep share
  * these, so both read logs the same way on the same providers.
  */
+import { BaseError } from '../errors.ts';
 import { errorMessages } from './error-messages.ts';
 import { classifyProviderError } from './provider-errors.ts';
 
@@ -15,11 +16,11 @@ export type BlockRange = [from: bigint, to: bigint];
  * The provider refused the range itself (too many results, span too wide, timed out). `maxBlocks`
  * is the span the provider named as its cap or suggested, when it did.
  */
-export class RangeRejectedError extends Error {
+export class RangeRejectedError extends BaseError<'range_rejected'> {
   override name = 'RangeRejectedError';
   readonly maxBlocks: bigint | undefined;
   constructor(message: string, options: { cause?: unknown; maxBlocks?: bigint } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super('range_rejected', message, { cause: options.cause });
     this.maxBlocks = options.maxBlocks;
   }
 }

@@ -6,6 +6,7 @@
  * address, and the very transaction that was asked for (a signer that changed the recipient, data,
  * nonce or fees is refused, not broadcast).
  */
+
 import {
   type Address,
   type Hex,
@@ -17,9 +18,13 @@ import {
   toHex,
 } from 'viem';
 import { toAccount } from 'viem/accounts';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 
-export class RemoteSignerError extends Error {
+export class RemoteSignerError extends BaseError<'remote_signer_failed'> {
   override name = 'RemoteSignerError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('remote_signer_failed', message, options);
+  }
 }
 
 const TIMEOUT_MS = 10_000;

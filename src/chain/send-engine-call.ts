@@ -3,14 +3,16 @@
  * cancelFeeChange), sent by the chain's signer account (the engine owner) through the transaction
  * sender (tx-sender.ts): recorded before broadcast, fees within the chain's cap, replaced when stuck.
  */
+
 import {
   type Address,
-  BaseError,
   encodeFunctionData,
   type Hash,
   type TransactionReceipt,
+  BaseError as ViemError,
 } from 'viem';
 import type { Queryable } from '../db/client.ts';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import type { ChainSettings } from './chains.ts';
 import { type ChainClient, type ChainWallet, createChainWallet } from './client.ts';
@@ -19,8 +21,11 @@ import { RemoteSignerError } from './remote-signer.ts';
 import { SignerError, signerAccount } from './signer.ts';
 import { createTxSender, TransactionFailedError } from './tx-sender.ts';
 
-export class OperatorError extends Error {
+export class OperatorError extends BaseError<'operator_failed'> {
   override name = 'OperatorError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('operator_failed', message, options);
+  }
 }
 
 /** The signer's wallet on `chain`, or undefined when the chain has no signer configured. */
@@ -31,7 +36,7 @@ export function operatorWallet(chain: ChainSettings): ChainWallet | undefined {
 
 /** One line for an operator: viem's short message, without its multi-line details. */
 export function chainErrorMessage(err: unknown): string {
-  if (err instanceof BaseError) return err.shortMessage;
+  if (err instanceof ViemError) return err.shortMessage;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -5,14 +5,19 @@
  * account object: no error message, log line or database row ever carries it (the errors here name
  * the variable or the file, never what is in them).
  */
+
 import { readFileSync, statSync } from 'node:fs';
 import type { Account, Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import type { ChainSettings } from './chains.ts';
 import { remoteSignerAccount } from './remote-signer.ts';
 
-export class SignerError extends Error {
+export class SignerError extends BaseError<'signer_invalid'> {
   override name = 'SignerError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('signer_invalid', message, options);
+  }
 }
 
 const KEY = /^(0x)?[0-9a-fA-F]{64}$/;

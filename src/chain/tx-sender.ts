@@ -16,6 +16,7 @@
  * lifecycle worker, each tick) keeps replacing a stuck transaction after the CLI that sent it
  * stopped waiting.
  */
+
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
@@ -31,6 +32,7 @@ import {
 import { type ChainTx, createChainTransactionsRepo } from '../db/chain-transactions.ts';
 import type { Queryable } from '../db/client.ts';
 import { createLeasesRepo } from '../db/leases.ts';
+import { BaseError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { transactionReplacements } from '../telemetry/metrics.ts';
 import type { ChainSettings } from './chains.ts';
@@ -42,13 +44,13 @@ import {
   type TransactionPolicy,
 } from './signer-settings.ts';
 
-export class TransactionFailedError extends Error {
+export class TransactionFailedError extends BaseError<'transaction_failed'> {
   override name = 'TransactionFailedError';
   constructor(
     message: string,
     readonly tx: ChainTx,
   ) {
-    super(message);
+    super('transaction_failed', message);
   }
 }
 

@@ -4,16 +4,16 @@
  * process's own (`processIo`); a test passes strings to collect and its test database, and runs the
  * very same commander program in its own process (`runCli` in main.ts).
  */
+
 import { type Config, loadConfig } from '../config.ts';
 import type { Database } from '../db/client.ts';
+import { BaseError } from '../errors.ts';
 
 /** An operator mistake or refusal: printed as one line by `runCli`, exit code 1. */
-export class CommandError extends Error {
+export class CommandError extends BaseError {
   override name = 'CommandError';
-  readonly code: string;
   constructor(message: string, code = 'command_failed') {
-    super(message);
-    this.code = code;
+    super(code, message);
   }
 }
 

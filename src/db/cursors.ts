@@ -6,6 +6,7 @@
  * Moves are compare-and-set on the previous position: an indexer that lost its lease (or raced
  * another one) fails to move the cursor and its transaction rolls back with the events it wrote.
  */
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import type { Queryable } from './client.ts';
 
 export interface Cursor {
@@ -16,8 +17,11 @@ export interface Cursor {
 /** How many past positions are kept for finding the fork point of a deep reorg. */
 export const CURSOR_HISTORY = 256;
 
-export class CursorMovedError extends Error {
+export class CursorMovedError extends BaseError<'cursor_moved'> {
   override name = 'CursorMovedError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('cursor_moved', message, { ...options, retryable: true });
+  }
 }
 
 export function createCursorsRepo(db: Queryable) {

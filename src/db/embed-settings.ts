@@ -3,6 +3,7 @@
  * origins allowed to frame the embed. Every partner environment has its row (created by trigger
  * with the partner); this repository reads it and replaces its origin list.
  */
+import { BaseError } from '../errors.ts';
 import type { Queryable } from './client.ts';
 import type { Environment } from './products.ts';
 
@@ -80,10 +81,11 @@ export function normaliseOrigin(raw: string): { origin: string } | { error: stri
  */
 export const MAX_ALLOWED_ORIGINS = 50;
 
-export class TooManyOriginsError extends Error {
+export class TooManyOriginsError extends BaseError<'too_many_origins'> {
   override name = 'TooManyOriginsError';
   constructor() {
     super(
+      'too_many_origins',
       `an environment allows at most ${MAX_ALLOWED_ORIGINS} origins; remove one no longer used first`,
     );
   }

@@ -4,10 +4,12 @@
  * two processes (or two calls) migrating at once serialise: the second waits, then finds nothing to
  * do. An applied file that was edited afterwards stops the run instead of drifting silently.
  */
+
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import type { Database } from './client.ts';
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -34,8 +36,11 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
     });
 }
 
-export class MigrationError extends Error {
+export class MigrationError extends BaseError<'migration_failed'> {
   override name = 'MigrationError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('migration_failed', message, options);
+  }
 }
 
 /** Applies pending migrations; returns the ids applied by this call. */

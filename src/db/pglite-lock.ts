@@ -13,11 +13,14 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 
 /** The embedded database is open elsewhere. `code` lets the CLI print it as one line. */
-export class DatabaseLockedError extends Error {
+export class DatabaseLockedError extends BaseError<'database_locked'> {
   override name = 'DatabaseLockedError';
-  readonly code = 'database_locked';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('database_locked', message, options);
+  }
 }
 
 interface Owner {

@@ -1,4 +1,5 @@
 /** Repository of portal team members: invite, find, list, change, remove. */
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Queryable } from './client.ts';
 
@@ -53,8 +54,11 @@ export function normaliseEmail(raw: string): string | undefined {
   return email.length <= 254 && EMAIL_PATTERN.test(email) ? email : undefined;
 }
 
-export class MemberExistsError extends Error {
+export class MemberExistsError extends BaseError<'member_exists'> {
   override name = 'MemberExistsError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('member_exists', message, options);
+  }
 }
 
 export function createPortalMembersRepo(db: Queryable) {

@@ -4,6 +4,7 @@
  * once) of the same stored event, linked by `replay_of` to the delivery it repeats. The
  * dispatcher's own queries (claiming due rows, recording attempts) live in src/webhooks/.
  */
+import { BaseError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { outboundPayload } from '../webhooks/event-catalogue.ts';
 import type { Database, Queryable } from './client.ts';
@@ -78,12 +79,10 @@ export type ReplayErrorCode =
   | 'destination_disabled';
 
 /** A replay that cannot be made; `code` says why. */
-export class WebhookReplayError extends Error {
+export class WebhookReplayError extends BaseError<ReplayErrorCode> {
   override name = 'WebhookReplayError';
-  readonly code: ReplayErrorCode;
   constructor(message: string, code: ReplayErrorCode) {
-    super(message);
-    this.code = code;
+    super(code, message);
   }
 }
 

@@ -3,6 +3,7 @@
  * add() and rotate() to be shown once, and decrypted in the dispatcher to sign. Listing shows its
  * fingerprint. The portal and the operator's CLI both add, edit, rotate and remove through it.
  */
+import { BaseError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { parseDestinationUrl } from '../webhooks/destination-url.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
@@ -42,11 +43,12 @@ export interface WebhookDestination {
 export type DisabledBy = 'health' | 'manual';
 
 /** An event type list naming a type the catalogue does not have. */
-export class DestinationEventTypesError extends Error {
+export class DestinationEventTypesError extends BaseError<'unknown_event_type'> {
   override name = 'DestinationEventTypesError';
   readonly unknown: readonly string[];
   constructor(unknown: readonly string[]) {
     super(
+      'unknown_event_type',
       `unknown event type ${unknown.join(', ')} (known: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')})`,
     );
     this.unknown = unknown;

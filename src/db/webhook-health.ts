@@ -18,6 +18,7 @@
  * since it was disabled when it was not failing. Only a test event (ping) is still sent to a
  * disabled destination, on request, to check it before re-enabling it.
  */
+import { BaseError } from '../errors.ts';
 import type { Database, Queryable } from './client.ts';
 import { createWebhookDeliveriesRepo, type WebhookDelivery } from './webhook-deliveries.ts';
 import {
@@ -127,17 +128,17 @@ export function manualDisabledReason(by: string, at: Date, note?: string): strin
 /** Longest note a person may give when disabling a destination. */
 export const MAX_DISABLE_NOTE_LENGTH = 200;
 
-export class WebhookHealthError extends Error {
+type WebhookHealthErrorCode =
+  | 'destination_not_found'
+  | 'destination_removed'
+  | 'not_disabled'
+  | 'already_disabled'
+  | 'invalid_note';
+
+export class WebhookHealthError extends BaseError<WebhookHealthErrorCode> {
   override name = 'WebhookHealthError';
-  readonly code:
-    | 'destination_not_found'
-    | 'destination_removed'
-    | 'not_disabled'
-    | 'already_disabled'
-    | 'invalid_note';
-  constructor(message: string, code: WebhookHealthError['code']) {
-    super(message);
-    this.code = code;
+  constructor(message: string, code: WebhookHealthErrorCode) {
+    super(code, message);
   }
 }
 

@@ -3,11 +3,7 @@
  * host helper from the embed's origin, frames the embed with it and lists the events it receives.
  * With `?bridge=1` it passes its own `window.ethereum` to the helper (bridge mode).
  */
-const escapeHtml = (s: string) =>
-  s.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
+import { escapeHtml } from '../http/escape-html.ts';
 
 export function renderHostExample(o: {
   embedBase: string;

@@ -3,6 +3,7 @@
  * from inlined as JSON (so the first render needs no request of its own). The JSON sits in a
  * non-executed `<script type="application/json">`, with `<` escaped so no value can close it.
  */
+import { escapeHtml } from '../http/escape-html.ts';
 import type { EmbedProductView } from './product-view.ts';
 
 export type Theme = 'light' | 'dark' | 'auto';
@@ -21,12 +22,6 @@ export interface EmbedPageConfig {
   /** The parent origin events and bridge requests go to (one of the allowed ones), or null. */
   host_origin: string | null;
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
 
 const jsonForScript = (value: unknown) =>
   JSON.stringify(value)

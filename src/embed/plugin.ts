@@ -16,6 +16,7 @@
  * Embed traffic carries no key, so it never counts against a partner's API budget; it is limited
  * per client address instead (EMBED_RATE_LIMIT_PER_MINUTE), assets excepted.
  */
+
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -34,6 +35,7 @@ import { acceptsGzip } from '../http/content-encoding.ts';
 import { ApiError } from '../http/errors.ts';
 import { createFallbackCounter, createMemoryCounter } from '../http/fixed-window.ts';
 import type { ReadCache } from '../http/read-cache.ts';
+import { isId } from '../ids.ts';
 import type { Redis } from '../redis.ts';
 import { dataError } from '../webhooks/inbound-schemas.ts';
 import type { EmbedAssets } from './assets.ts';
@@ -43,7 +45,6 @@ import { parseAccent, parseTheme, renderEmbedPage } from './page.ts';
 import { buildProductView, type EmbedProductView } from './product-view.ts';
 
 export const EMBED_PREFIX = '/embed';
-const EMBED_ID = /^emb_[0-9a-f]{32}$/;
 const SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
 /** Checked in resolve(): a malformed id or slug names nothing, so it is a 404 like an unknown one. */
@@ -112,7 +113,7 @@ async function resolve(
   embedId: string,
   slug: string,
 ): Promise<{ settings: EmbedSettings; product: Product }> {
-  if (!EMBED_ID.test(embedId) || !SLUG.test(slug)) {
+  if (!isId('emb', embedId) || !SLUG.test(slug)) {
     throw new ApiError('not_found', 'No such embed product.');
   }
   const settings = await opts.cache.get(`embed:${embedId}`, () =>

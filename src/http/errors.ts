@@ -3,6 +3,7 @@
  * message. Handlers throw ApiError(code); the error handler renders the envelope
  * `{ success: false, code, message }`. Codes are the contract; messages may change.
  */
+import { BaseError } from '../errors.ts';
 
 export const ERROR_CATALOGUE = {
   missing_api_key: { status: 401, message: 'The X-Api-Key header is required.' },
@@ -56,18 +57,18 @@ export const ERROR_CATALOGUE = {
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
-export class ApiError extends Error {
+export class ApiError extends BaseError<ErrorCode> {
   override name = 'ApiError';
   readonly status: number;
   /** The same status under the name Fastify and the portal's error page read. */
   readonly statusCode: number;
   constructor(
-    readonly code: ErrorCode,
+    code: ErrorCode,
     message?: string,
     /** Extra response headers, e.g. Retry-After. */
     readonly headers: Record<string, string> = {},
   ) {
-    super(message ?? ERROR_CATALOGUE[code].message);
+    super(code, message ?? ERROR_CATALOGUE[code].message);
     this.status = ERROR_CATALOGUE[code].status;
     this.statusCode = this.status;
   }

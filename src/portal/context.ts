@@ -2,6 +2,7 @@
  * What every portal route reads: repositories, the session store, the mailer, the public address,
  * and the request's signed-in member. Built once by the plugin.
  */
+
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
@@ -12,6 +13,7 @@ import type { SessionStore } from '../db/portal-sessions.ts';
 import { createSignInTokensRepo } from '../db/portal-sign-in-tokens.ts';
 import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
 import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
+import { BaseError } from '../errors.ts';
 import type { ReadCache } from '../http/read-cache.ts';
 import type { Logger } from '../logger.ts';
 import { type ChangeCache, uncached } from './change-cache.ts';
@@ -29,14 +31,14 @@ declare module 'fastify' {
   }
 }
 
-export class PortalError extends Error {
+export class PortalError extends BaseError<'portal_error'> {
   override name = 'PortalError';
   constructor(
     readonly status: number,
     readonly title: string,
     message: string,
   ) {
-    super(message);
+    super('portal_error', message);
   }
 }
 

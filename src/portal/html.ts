@@ -3,6 +3,7 @@
  * this tag or `raw`). Arrays are joined, null/undefined/false render nothing. Typed, no template
  * files, no engine: the pages are small and this keeps escaping the default.
  */
+import { escapeHtml } from '../http/escape-html.ts';
 export class Html {
   constructor(readonly value: string) {}
   toString(): string {
@@ -11,18 +12,6 @@ export class Html {
 }
 
 type Part = Html | string | number | bigint | null | undefined | false | readonly Part[];
-
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
 
 function render(part: Part): string {
   if (part === null || part === undefined || part === false) return '';

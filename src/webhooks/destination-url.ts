@@ -3,8 +3,13 @@
  * a host, no credentials, no fragment. Whether the host may be reached is decided at send time, on
  * the addresses it resolves to then (see address-policy.ts).
  */
-export class DestinationUrlError extends Error {
+
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
+export class DestinationUrlError extends BaseError<'destination_url_invalid'> {
   override name = 'DestinationUrlError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('destination_url_invalid', message, options);
+  }
 }
 
 export function parseDestinationUrl(raw: string): URL {

@@ -9,9 +9,11 @@
  * Payloads are exactly the spec's field lists, in its order; schemas reject unknown fields so a
  * typo in an emitter fails its tests instead of reaching a partner.
  */
+
 import type { OpenAPIV3_2 } from '@fastify/swagger';
 import { type Static, type TSchema, Type } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 
 const UTC_DATE_TIME_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$';
 const DATE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}$';
@@ -379,8 +381,11 @@ const validatorOf = (type: OutboundEventType): Validator => {
 };
 
 /** A payload that does not fit its event type's schema: a bug in the emitter. */
-export class OutboundPayloadError extends Error {
+export class OutboundPayloadError extends BaseError<'outbound_payload_invalid'> {
   override name = 'OutboundPayloadError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('outbound_payload_invalid', message, options);
+  }
 }
 
 /** Undefined when `payload` fits the schema of `type`, else what is wrong (first error). */

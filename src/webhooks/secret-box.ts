@@ -7,9 +7,11 @@
  * embedded default keeps one in DATA_DIR/master.key, created once with mode 0600. Every process that
  * shares a database must share the key.
  */
+
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 
 const FORMAT = 'v1';
 const KEY_BYTES = 32;
@@ -21,8 +23,11 @@ export interface SecretBox {
   decrypt(ciphertext: string, context: string): string;
 }
 
-export class MasterKeyError extends Error {
+export class MasterKeyError extends BaseError<'master_key_invalid'> {
   override name = 'MasterKeyError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('master_key_invalid', message, options);
+  }
 }
 
 /** Parses MASTER_KEY: 64 hex characters, or base64 / base64url of exactly 32 bytes. */

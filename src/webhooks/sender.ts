@@ -19,6 +19,7 @@ import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { Agent, request } from 'undici';
+import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import type { AddressPolicy } from './address-policy.ts';
 
 export interface SendRequest {
@@ -92,8 +93,11 @@ const UNDICI_TIMEOUTS = new Set([
 ]);
 
 /** A refused destination address; its message is the SendResult error as is. */
-export class BlockedAddressError extends Error {
+export class BlockedAddressError extends BaseError<'destination_address_blocked'> {
   override name = 'BlockedAddressError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('destination_address_blocked', message, options);
+  }
 }
 
 const defaultResolve: Resolve = async (hostname) => {
@@ -328,8 +332,11 @@ export function createSender(options: SenderOptions): Sender {
   };
 }
 
-class TimeoutMarker extends Error {
+class TimeoutMarker extends BaseError<'timeout'> {
   override name = 'TimeoutError';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('timeout', message, options);
+  }
 }
 
 type ResponseBody = Awaited<ReturnType<typeof request>>['body'];

@@ -6,6 +6,7 @@
  *
  * Driver and RPC errors are classified in one place, isRetryable(), so no module decides it alone.
  */
+
 import {
   HttpRequestError,
   InternalRpcError,
@@ -16,14 +17,14 @@ import {
   BaseError as ViemError,
 } from 'viem';
 import { isRevertOrNoData } from '../chain/call-errors.ts';
+import { BaseError } from '../errors.ts';
 
-/** The base of the service's own errors: each says whether trying again can help. */
-export class ServiceError extends Error {
+/** A job's failure that says whether trying again can help. */
+export class ServiceError extends BaseError<'job_failed'> {
   override name = 'ServiceError';
-  readonly retryable: boolean;
+  declare readonly retryable: boolean;
   constructor(message: string, options: { retryable: boolean; cause?: unknown }) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.retryable = options.retryable;
+    super('job_failed', message, options);
   }
 }
 
@@ -101,7 +102,8 @@ function classifyViem(err: ViemError): boolean | undefined {
  */
 export function isRetryable(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 8; depth++) {
-    if (e instanceof ServiceError) return e.retryable;
+    // The service's own errors say so when their class knows (src/errors.ts).
+    if (e instanceof BaseError && e.retryable !== undefined) return e.retryable;
     if (e instanceof ViemError) {
       const verdict = classifyViem(e);
       if (verdict !== undefined) return verdict;

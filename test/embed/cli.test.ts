@@ -34,7 +34,7 @@ describe('embed command', () => {
     const shown = await cli(['embed', 'show', '--partner', 'Acme', '--env', 'live', '--json']);
     const live = JSON.parse(shown.out);
     expect(live).toMatchObject({ partner: 'Acme', environment: 'live', allowed_origins: [] });
-    expect(live.embed_id).toMatch(/^emb_[0-9a-f]{32}$/);
+    expect(live.embed_id).toMatch(/^emb_[1-9A-HJ-NP-Za-km-z]{22}$/);
 
     const added = await cli([
       ...['embed', 'origins', 'add', '--partner', 'Acme', '--env', 'live'],

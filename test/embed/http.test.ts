@@ -125,7 +125,7 @@ const from = () => `10.0.0.${nextIp++}`;
 describe('embed settings', () => {
   it('every partner environment has its own public embed id from creation', () => {
     const all = Object.values(ids);
-    for (const id of all) expect(id).toMatch(/^emb_[0-9a-f]{32}$/);
+    for (const id of all) expect(id).toMatch(/^emb_[1-9A-HJ-NP-Za-km-z]{22}$/);
     expect(new Set(all).size).toBe(4);
   });
 

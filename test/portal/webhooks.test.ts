@@ -149,7 +149,7 @@ describe('webhook pages', () => {
       [id],
     );
     const detailLinks = (body: string) =>
-      [...body.matchAll(/deliveries\/(dlv_[0-9a-f]{32})"/g)].map((m) => m[1]!);
+      [...body.matchAll(/deliveries\/(dlv_[1-9A-HJ-NP-Za-km-z]{22})"/g)].map((m) => m[1]!);
     const { rows: all } = await h.t.db.query<{ id: string }>(
       `SELECT d.id FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
        WHERE d.destination_id = $1 ORDER BY d.created_at DESC, e.seq DESC, d.id DESC`,

@@ -6,21 +6,24 @@
  * measured against anvil on this two-core machine, a call costs ~125 µs of CPU instead of ~430 µs
  * and half the wall time, and the local chain's build sends one call per transaction (#13).
  */
+
 import http from 'node:http';
 import https from 'node:https';
+import { BaseError } from '../../errors.ts';
 
 export type RpcRequest = (method: string, params?: readonly unknown[]) => Promise<unknown>;
 
 /** A JSON-RPC error answer (the node refused the call), with the node's code and data. */
-export class RpcCallError extends Error {
+export class RpcCallError extends BaseError<'rpc_call_failed'> {
   override name = 'RpcCallError';
   constructor(
     readonly method: string,
     message: string,
-    readonly code: number | undefined,
+    /** The JSON-RPC error code the node answered. */
+    readonly rpcCode: number | undefined,
     readonly data: unknown,
   ) {
-    super(`${method}: ${message}`);
+    super('rpc_call_failed', `${method}: ${message}`);
   }
 }
 

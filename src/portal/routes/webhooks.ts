@@ -8,6 +8,7 @@
  * Every change is a function of the webhooks area (src/db/webhook-*.ts, inbound-*.ts), the same
  * the operator's `webhook` CLI calls; this file only checks roles, renders, and audits.
  */
+
 import type { FastifyPluginAsync } from 'fastify';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment } from '../../db/products.ts';
@@ -24,6 +25,7 @@ import {
   type WebhookDestinationsRepo,
 } from '../../db/webhook-destinations.ts';
 import { createWebhookHealthRepo, type DestinationHealth } from '../../db/webhook-health.ts';
+import { isId } from '../../ids.ts';
 import { DestinationUrlError } from '../../webhooks/destination-url.ts';
 import {
   OUTBOUND_EVENTS,
@@ -76,7 +78,6 @@ export function secretPanel(secret: string, heading: string, note: Html | string
 
 /** Deliveries on a page of the destination's log. */
 const LOG_PAGE = 50;
-const DELIVERY_ID = /^dlv_[0-9a-f]{32}$/;
 
 /** A datetime-local value (UTC) or undefined; the form says the times are UTC. */
 function parseUtcTime(raw: unknown): Date | undefined {
@@ -343,8 +344,7 @@ ${
       const type =
         typeof q.type === 'string' && q.type !== '' && q.type.length <= 100 ? q.type : undefined;
       const since = parseUtcTime(q.since);
-      const before =
-        typeof q.before === 'string' && DELIVERY_ID.test(q.before) ? q.before : undefined;
+      const before = typeof q.before === 'string' && isId('dlv', q.before) ? q.before : undefined;
       // JSON, not joined with ':': a type or an id may contain ':' and must not reach another key.
       const key = `destination:${JSON.stringify([id, status, type, since?.toISOString(), before])}`;
       const read = await ctx.webhookPages.get(key, async () => {

@@ -8,18 +8,22 @@
  *   active only when no other reason remains (the worker clears the chain reason at depth);
  * - deprecate: deprecate() on chain first (it is final), then `deprecated` in the database.
  */
+
 import type { ChainSettings } from '../../chain/chains.ts';
 import type { ChainClient } from '../../chain/client.ts';
 import { readEngineFlags } from '../../chain/read-engine-flags.ts';
 import { type EngineOperatorCall, sendEngineCall } from '../../chain/send-engine-call.ts';
 import type { Database } from '../../db/client.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../db/products.ts';
+import { BaseError, type BaseErrorOptions } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import { applyPauseReasons } from './status.ts';
 
-export class InvalidMoveError extends Error {
+export class InvalidMoveError extends BaseError<'invalid_move'> {
   override name = 'InvalidMoveError';
-  readonly code = 'invalid_move';
+  constructor(message: string, options: BaseErrorOptions = {}) {
+    super('invalid_move', message, options);
+  }
 }
 
 export interface OperatorContext {

@@ -24,3 +24,21 @@ export class BaseError<Code extends string = string> extends Error {
     this.retryable = options.retryable;
   }
 }
+
+/**
+ * Node's (and undici's) codes for a socket or DNS failure: the peer is down or unreachable for now.
+ * Read by isRetryable() (src/worker/errors.ts) and by the HTTP faces' outage answers
+ * (src/http/outage.ts).
+ */
+export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);

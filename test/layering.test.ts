@@ -28,6 +28,7 @@ const BELOW = [
   'worker/',
   'webhooks/',
   'telemetry/',
+  'errors.ts',
   'ids.ts',
   'logger.ts',
   'log-destination.ts',

@@ -13,10 +13,7 @@
  *   -Reset (seconds); a 429 also carries Retry-After. With Redis, all API processes share each
  *   key's budget; while Redis is unreachable each process enforces it alone, in memory.
  */
-import rateLimit, {
-  type FastifyRateLimitStore,
-  type FastifyRateLimitStoreCtor,
-} from '@fastify/rate-limit';
+import rateLimit from '@fastify/rate-limit';
 import type {} from '@fastify/swagger'; // its FastifySchema fields (security) are used below
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { type ApiKeysRepo, keyWorks } from '../db/api-keys.ts';
@@ -25,7 +22,7 @@ import { ApiError, type ErrorCode } from '../http/errors.ts';
 import {
   createFallbackCounter,
   createMemoryCounter,
-  type FixedWindowCounter,
+  rateLimitStore,
 } from '../http/fixed-window.ts';
 import { errorResponses } from '../http/schemas.ts';
 import type { Redis } from '../redis.ts';
@@ -80,32 +77,6 @@ export function routeErrorCodes(
     ...(config?.errorCodes ?? []),
   ];
   return [...new Set(codes)];
-}
-
-/**
- * The per-key budgets' store for @fastify/rate-limit, over a fixed-window counter: in memory (the
- * plugin's own LocalStore reads Date.now(); this one counts with the scope's clock), or in Redis
- * with this process's memory while Redis is unreachable (fixed-window.ts). The Redis keys are the
- * plugin's own RedisStore's (`pys:rl:<key id>`, INCR then PEXPIRE), so processes of either kind
- * share one count during a rolling deploy.
- */
-function budgetStore(makeCounter: () => FixedWindowCounter): FastifyRateLimitStoreCtor {
-  return class BudgetStore implements FastifyRateLimitStore {
-    readonly counter = makeCounter();
-    incr(
-      key: string,
-      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
-      timeWindow: number,
-    ) {
-      this.counter.hit(key, timeWindow).then(
-        ({ count, resetMs }) => callback(null, { current: count, ttl: resetMs }),
-        (err: Error) => callback(err),
-      );
-    }
-    child() {
-      return new BudgetStore();
-    }
-  };
 }
 
 const retryAfter = (ms: number) => ({ 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) });
@@ -179,7 +150,7 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     timeWindow: windowMs,
     max: (request) => RATE_LIMITS[partnerOf(request).environment],
     keyGenerator: (request) => partnerOf(request).keyId,
-    store: budgetStore(() =>
+    store: rateLimitStore(() =>
       redis
         ? createFallbackCounter(redis, 'pys:rl:', createMemoryCounter(options.clock))
         : createMemoryCounter(options.clock),

@@ -18,6 +18,7 @@
  */
 
 import { createHash, randomBytes } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -33,7 +34,11 @@ import type { SnapshotReads } from '../db/snapshot-reads.ts';
 import type { ChainReader, HealthReading } from '../http/chain-reader.ts';
 import { acceptsGzip } from '../http/content-encoding.ts';
 import { ApiError } from '../http/errors.ts';
-import { createFallbackCounter, createMemoryCounter } from '../http/fixed-window.ts';
+import {
+  createFallbackCounter,
+  createMemoryCounter,
+  rateLimitStore,
+} from '../http/fixed-window.ts';
 import type { ReadCache } from '../http/read-cache.ts';
 import { isId } from '../ids.ts';
 import type { Redis } from '../redis.ts';
@@ -207,28 +212,38 @@ export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncType
   // A scheduled fee change moves rarely: read at most once a minute per engine.
   const opts = { ...options, feeChanges: ttlCache<ScheduledFeeChange | null>(60_000) };
   return async (app) => {
-    const counter = opts.redis
-      ? createFallbackCounter(opts.redis, 'pys:embed:', createMemoryCounter(opts.rateClock))
-      : createMemoryCounter(opts.rateClock);
-    app.addHook('onRequest', async (request) => {
-      if (request.url.startsWith(`${EMBED_PREFIX}/assets/`)) return;
-      let hit: { count: number; resetMs: number };
-      try {
-        hit = await counter.hit(request.ip, 60_000);
-      } catch (err) {
-        // The counter falls back to memory while Redis is away (fixed-window.ts); should it still
-        // fail, the window goes uncounted, never a 500 for every embed request.
-        request.log.warn({ err }, 'embed rate count unavailable');
-        return;
-      }
-      const { count, resetMs } = hit;
-      if (count > opts.ratePerMinute) {
-        throw new ApiError(
+    // Per client address, through @fastify/rate-limit over the kit's counter store (which keeps
+    // counting in memory while Redis is away; src/http/fixed-window.ts). Assets are not counted.
+    await app.register(rateLimit, {
+      hook: 'onRequest',
+      global: true,
+      timeWindow: 60_000,
+      max: opts.ratePerMinute,
+      keyGenerator: (request) => request.ip,
+      allowList: (request) => request.url.startsWith(`${EMBED_PREFIX}/assets/`),
+      store: rateLimitStore(() =>
+        opts.redis
+          ? createFallbackCounter(opts.redis, 'pys:embed:', createMemoryCounter(opts.rateClock))
+          : createMemoryCounter(opts.rateClock),
+      ),
+      // Should the store fail anyway, the window goes uncounted, never a 500 for every request.
+      skipOnError: true,
+      addHeadersOnExceeding: {
+        'x-ratelimit-limit': false,
+        'x-ratelimit-remaining': false,
+        'x-ratelimit-reset': false,
+      },
+      addHeaders: {
+        'x-ratelimit-limit': false,
+        'x-ratelimit-remaining': false,
+        'x-ratelimit-reset': false,
+        'retry-after': true,
+      },
+      errorResponseBuilder: () =>
+        new ApiError(
           'rate_limited',
           'Too many embed requests from this address; retry after the Retry-After delay.',
-          { 'retry-after': String(Math.max(1, Math.ceil(resetMs / 1000))) },
-        );
-      }
+        ),
     });
 
     app.get(`${EMBED_PREFIX}/host.js`, { schema: { hide: true } }, async (request, reply) => {

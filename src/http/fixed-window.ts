@@ -7,6 +7,7 @@
  * block in memory, one script on Redis), so N concurrent hits always see 1..N, never a count read
  * before another request's increment.
  */
+import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Redis } from '../redis.ts';
 
 export interface FixedWindowCounter {
@@ -97,5 +98,33 @@ export function createFallbackCounter(
       }
       return local.hit(key, windowMs);
     },
+  };
+}
+
+/**
+ * A store for @fastify/rate-limit over a fixed-window counter, used by the partner API's per-key
+ * budgets and the embed's per-address limit. Why not the plugin's own stores: its LocalStore reads
+ * Date.now() (ours counts with an injectable clock, so tests end a window when they say), and its
+ * RedisStore gives up while Redis is unreachable (with skipOnError every request then goes
+ * uncounted; ours counts in this process's memory meanwhile, createFallbackCounter above). The
+ * Redis keys are the plugin's RedisStore's shape (`<prefix><key>`, INCR then PEXPIRE), so
+ * processes of either kind share one count during a rolling deploy.
+ */
+export function rateLimitStore(makeCounter: () => FixedWindowCounter): FastifyRateLimitStoreCtor {
+  return class CounterStore implements FastifyRateLimitStore {
+    readonly counter = makeCounter();
+    incr(
+      key: string,
+      callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+    ) {
+      this.counter.hit(key, timeWindow).then(
+        ({ count, resetMs }) => callback(null, { current: count, ttl: resetMs }),
+        (err: Error) => callback(err),
+      );
+    }
+    child() {
+      return new CounterStore();
+    }
   };
 }

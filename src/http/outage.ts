@@ -5,7 +5,9 @@
  * when it ends, not once per request at error: an outage is one event for whoever is on call,
  * and during one every request would otherwise add an error line (#33).
  */
+
 import type { FastifyRequest } from 'fastify';
+import { NETWORK_ERROR_CODES } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
 export type Dependency = 'database' | 'redis';
@@ -24,18 +26,6 @@ const QUIET_MS = 10_000;
 const REDIS_UNAVAILABLE =
   /^(Connection is closed\.|Command timed out|Stream isn't writeable|Reached the max retries per request limit)/;
 
-/** Node's socket and DNS failures: the peer is down or unreachable. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-]);
-
 /** pg's messages for a connection it lost or could not get, which carry no code. */
 const PG_LOST =
   /Connection terminated|terminating connection|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed and is not queryable|Cannot use a pool after calling end/i;
@@ -51,7 +41,7 @@ export function outageOf(err: unknown): Dependency | undefined {
     if (name === 'MaxRetriesPerRequestError') return 'redis';
     if (typeof message === 'string' && REDIS_UNAVAILABLE.test(message)) return 'redis';
     if (typeof code === 'string') {
-      if (NETWORK_CODES.has(code)) return 'database';
+      if (NETWORK_ERROR_CODES.has(code)) return 'database';
       if (/^(08|53)[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code)) return 'database';
     }
     if (typeof message === 'string' && PG_LOST.test(message)) return 'database';

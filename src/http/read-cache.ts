@@ -8,6 +8,7 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import type { Queryable } from '../db/client.ts';
 import { readModelVersion } from '../db/snapshot-reads.ts';
 import { cacheLookups } from '../telemetry/metrics.ts';
@@ -36,7 +37,10 @@ export function createReadCache(
   const maxEntries = options.maxEntries ?? 20_000;
   // Unknown until the first poll answers: nothing is cached before then.
   let version: string | undefined;
-  const entries = new Map<string, { version: string; value: Promise<unknown> }>();
+  // Least recently used entries make room for new ones past maxEntries (lru-cache).
+  const entries = new LRUCache<string, { version: string; value: Promise<unknown> }>({
+    max: maxEntries,
+  });
 
   async function refresh() {
     const next = await readModelVersion(db);
@@ -74,7 +78,6 @@ export function createReadCache(
         return hit.value as Promise<T>;
       }
       cacheMisses.inc();
-      if (entries.size >= maxEntries) entries.clear();
       const value = load();
       entries.set(key, { version: at, value });
       value.catch(() => {

@@ -17,6 +17,7 @@
  * Entries also expire after `maxAgeMs`: the webhook health figures are over the 24 hours before
  * they were read, and the pages say when that was (docs/portal.md).
  */
+import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.ts';
 import { type ChangeChannel, onPortalChange } from '../db/portal-changes.ts';
 
@@ -37,7 +38,12 @@ export async function createChangeCache(
   const maxAgeMs = options.maxAgeMs ?? 10_000;
   const maxEntries = options.maxEntries ?? 500;
   const now = options.now ?? Date.now;
-  const entries = new Map<string, { until: number; value: Promise<unknown> }>();
+  // Past maxEntries the least recently used make room (lru-cache). Expiry is checked here, not
+  // with lru-cache's ttl: that treats a start time of 0 as "no TTL" and keeps an entry at exactly
+  // its age limit, and the tests' clocks (and this contract) expire it there.
+  const entries = new LRUCache<string, { until: number; value: Promise<unknown> }>({
+    max: maxEntries,
+  });
   // A load that overlapped a change may have read before it: the change's clear() drops its entry,
   // which was stored when the load began.
   const stop = await onPortalChange(db, channel, () => entries.clear());
@@ -47,7 +53,6 @@ export async function createChangeCache(
       const t = now();
       const hit = entries.get(key);
       if (hit && hit.until > t) return hit.value as Promise<T>;
-      if (entries.size >= maxEntries) entries.clear();
       const value = load();
       entries.set(key, { until: t + maxAgeMs, value });
       value.catch(() => {

@@ -13,6 +13,7 @@
  * sign-out in one would not evict the others' entries, so there the plugin does not cache
  * (plugin.ts): every request asks the store, as before.
  */
+import { LRUCache } from 'lru-cache';
 import type { Member } from '../db/portal-members.ts';
 import type { SessionStore } from '../db/portal-sessions.ts';
 
@@ -33,7 +34,9 @@ export function createSignedInCache(
   const ttlMs = options.ttlMs ?? 30_000;
   const maxEntries = options.maxEntries ?? 10_000;
   const now = options.now ?? Date.now;
-  const entries = new Map<string, { member: Member; until: number }>();
+  // Past maxEntries the least recently used make room (lru-cache). Expiry is checked here, as in
+  // change-cache.ts: lru-cache's ttl keeps an entry at exactly its limit and ignores a start of 0.
+  const entries = new LRUCache<string, { member: Member; until: number }>({ max: maxEntries });
   /** Bumped by every eviction: a lookup that overlapped one does not store its answer. */
   let generation = 0;
 
@@ -59,7 +62,8 @@ export function createSignedInCache(
   }
 
   const forgetMember = (memberId: string) => {
-    for (const [id, e] of entries) if (e.member.id === memberId) entries.delete(id);
+    const ids = [...entries.entries()].filter(([, e]) => e.member.id === memberId);
+    for (const [id] of ids) entries.delete(id);
   };
 
   return {
@@ -73,7 +77,6 @@ export function createSignedInCache(
       // A sign-out or removal that ran while the store answered must not be undone by caching
       // what the store said before it.
       if (member && started === generation) {
-        if (entries.size >= maxEntries) entries.clear();
         entries.set(sessionId, { member, until: now() + ttlMs });
       }
       return member;

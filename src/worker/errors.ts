@@ -17,7 +17,7 @@ import {
   BaseError as ViemError,
 } from 'viem';
 import { isRevertOrNoData } from '../chain/call-errors.ts';
-import { BaseError } from '../errors.ts';
+import { BaseError, NETWORK_ERROR_CODES } from '../errors.ts';
 
 /** A job's failure that says whether trying again can help. */
 export class ServiceError extends BaseError<'job_failed'> {
@@ -43,20 +43,6 @@ export class NonRetryableError extends ServiceError {
     super(message, { ...options, retryable: false });
   }
 }
-
-/** Node's socket and DNS failures: the peer is down or unreachable for now. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
 
 /**
  * PostgreSQL SQLSTATEs worth a retry: class 08 (connection exception), 53 (insufficient resources),
@@ -110,7 +96,7 @@ export function isRetryable(err: unknown): boolean {
     }
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (typeof code === 'string') {
-      if (NETWORK_CODES.has(code)) return true;
+      if (NETWORK_ERROR_CODES.has(code)) return true;
       // A five-character SQLSTATE from PostgreSQL or PGlite.
       if (/^[0-9A-Z]{5}$/.test(code)) return retryableSqlState(code);
     }

@@ -4,6 +4,12 @@
  * Accept-Encoding takes gzip (fetch, browsers and most HTTP clients send it): a 365-day fee-stats
  * answer is ~6× smaller. Everyone else gets the same bytes uncompressed. Bodies under 1 KiB are
  * always sent as they are: gzip would save little and cost the client a decode.
+ *
+ * Why by hand, beside @fastify/compress (which the portal's pages use): that plugin compresses
+ * every response anew, while these bodies are compressed once per cache entry (read-cache.ts) or
+ * once at start (the embed's and the portal's static files), so a hit costs no compression at all.
+ * And acceptsGzip below reads the header as RFC 9110 says, where the negotiator those plugins use
+ * does not: `gzip;q=0, *` refuses gzip, and names are case-insensitive (test/api/content-encoding).
  */
 export const MIN_GZIP_BYTES = 1024;
 

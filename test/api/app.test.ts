@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/http/errors.ts';
 import { createRedis } from '../../src/redis.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -182,7 +183,7 @@ describe('graceful close', () => {
     const t = await freshDatabase('pglite');
     // No contract check here: the only route served is the test-only /test/slow, which has no
     // documented responses in the OpenAPI document.
-    const app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    const app = await buildTestApp({ db: t.db });
     let entered: () => void = () => {};
     const inHandler = new Promise<void>((r) => {
       entered = r;
@@ -208,7 +209,7 @@ describe('graceful close', () => {
 describe('readiness when the database is gone', () => {
   it('answers 503 in the envelope', async () => {
     const t = await freshDatabase('pglite');
-    const app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    const app = await buildTestApp({ db: t.db });
     const contract = attachContractCheck(app);
     await t.drop(); // closes the database under the running app
     const res = await app.inject({ method: 'GET', url: '/ready' });
@@ -227,7 +228,7 @@ describe('readiness and the chain runtime', () => {
     const chains = new Promise<[]>((resolve) => {
       provide = resolve;
     });
-    const app = await buildApp({ db: t.db, logger: captureLogger().logger, chains });
+    const app = await buildTestApp({ db: t.db, chains });
     const contract = attachContractCheck(app);
     const starting = await app.inject({ method: 'GET', url: '/ready' });
     expect(starting.statusCode).toBe(503);
@@ -246,7 +247,7 @@ describe('readiness and the chain runtime', () => {
 
     const failing = Promise.reject(new Error('anvil did not start'));
     failing.catch(() => {}); // handled by the app below; not an unhandled rejection meanwhile
-    const broken = await buildApp({ db: t.db, logger: captureLogger().logger, chains: failing });
+    const broken = await buildTestApp({ db: t.db, chains: failing });
     const brokenContract = attachContractCheck(broken);
     await failing.catch(() => {});
     await new Promise((r) => setImmediate(r)); // the app's own handler has run
@@ -264,7 +265,7 @@ describe('readiness with Redis configured', () => {
   it.runIf(testRedisUrl())('reports redis ok when it answers', async () => {
     const t = await freshDatabase('pglite');
     const redis = createRedis(testRedisUrl()!, { keyPrefix: uniqueRedisPrefix() });
-    const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+    const app = await buildTestApp({ db: t.db, redis });
     const contract = attachContractCheck(app);
     const res = await app.inject({ method: 'GET', url: '/ready' });
     expect(res.json()).toMatchObject({ data: { redis: 'ok' } });
@@ -279,7 +280,7 @@ describe('readiness with Redis configured', () => {
     const t = await freshDatabase('pglite');
     const redis = createRedis(`redis://127.0.0.1:${await deadPort()}`);
     redis.on('error', () => {}); // connection refusals are the point of this test
-    const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+    const app = await buildTestApp({ db: t.db, redis });
     const contract = attachContractCheck(app);
     const res = await app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(503);

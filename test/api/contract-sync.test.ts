@@ -11,9 +11,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartnerYieldClient } from '../../packages/sdk/src/client.ts';
 import { OPERATIONS } from '../../packages/sdk/src/operations.ts';
-import { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -53,7 +52,7 @@ describe('the contract, written once', () => {
   let operations: DocOperation[];
   beforeAll(async () => {
     t = await freshDatabase('pglite');
-    const app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    const app = await buildTestApp({ db: t.db });
     await app.ready();
     operations = documentOperations((await app.inject({ url: '/openapi.json' })).json());
     await app.close();

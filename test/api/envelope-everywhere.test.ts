@@ -12,6 +12,7 @@ import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type ProductStatus } from '../../src/db/products.ts';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { newProduct, partnerWithKey } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -30,41 +31,35 @@ describe('the envelope on every path', () => {
 
   beforeAll(async () => {
     t = await freshDatabase('pglite');
-    const partner = await createPartnersRepo(t.db).create('Acme');
-    key = (await createApiKeysRepo(t.db).create(partner.id, 'live')).key;
+    const { partner, key: created } = await partnerWithKey(t.db, 'Acme');
+    key = created;
     const products = createProductsRepo(t.db);
     const statuses: ProductStatus[] = ['pending_deploy', 'active', 'paused', 'deprecated'];
     for (const [i, status] of statuses.entries()) {
-      await products.create({
-        displayName: 'P',
-        riskLabel: 'low',
-        chainId: 31337,
-        vaultKind: 'sync',
-        engineName: 'E',
-        engineSymbol: 'E',
-        underlyingVaultAddress: ADDR,
-        assetAddress: ADDR,
-        assetSymbol: 'USDC',
-        assetDecimals: 6,
-        serviceFeeBps: 100,
-        partnerFeeBps: 100,
-        serviceFeeRecipient: ADDR,
-        partnerFeeRecipient: ADDR,
-        partnerId: partner.id,
-        environment: 'live',
-        slug: `acme-${status.replace('_', '-')}`,
-        ...(status === 'pending_deploy'
-          ? {}
-          : {
-              deployed: {
-                engineAddress: `0x${String(i + 10).padStart(40, '0')}` as `0x${string}`,
-                shareDecimals: 12,
-                block: 1n,
-                at: new Date(),
-                status,
-              },
-            }),
-      });
+      await products.create(
+        newProduct({
+          displayName: 'P',
+          engineName: 'E',
+          engineSymbol: 'E',
+          underlyingVaultAddress: ADDR,
+          assetAddress: ADDR,
+          serviceFeeRecipient: ADDR,
+          partnerFeeRecipient: ADDR,
+          partnerId: partner.id,
+          slug: `acme-${status.replace('_', '-')}`,
+          ...(status === 'pending_deploy'
+            ? {}
+            : {
+                deployed: {
+                  engineAddress: `0x${String(i + 10).padStart(40, '0')}` as `0x${string}`,
+                  shareDecimals: 12,
+                  block: 1n,
+                  at: new Date(),
+                  status,
+                },
+              }),
+        }),
+      );
     }
     app = await buildApp({ db: t.db, logger: logs.logger });
     contract = attachContractCheck(app);

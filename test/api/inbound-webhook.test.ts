@@ -14,6 +14,7 @@ import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type NewProduct } from '../../src/db/products.ts';
 import { buildApp } from '../../src/server/app.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
+import { address, buildTestApp, deployed, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -47,32 +48,21 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
     environment: 'live' | 'test',
     chainId: number,
     n: number,
-  ): NewProduct => ({
-    partnerId,
-    environment,
-    slug,
-    displayName: slug,
-    riskLabel: 'low',
-    chainId,
-    vaultKind: 'sync',
-    engineName: 'Engine',
-    engineSymbol: 'yUSDC',
-    underlyingVaultAddress: A(1000 + n),
-    assetAddress: A(7),
-    assetSymbol: 'USDC',
-    assetDecimals: 6,
-    serviceFeeBps: 150,
-    partnerFeeBps: 250,
-    serviceFeeRecipient: A(8),
-    partnerFeeRecipient: A(9),
-    deployed: {
-      engineAddress: A(n),
-      shareDecimals: 12,
-      block: 5n,
-      at: new Date('2026-01-01T00:00:00Z'),
-      status: 'active',
-    },
-  });
+  ): NewProduct =>
+    newProduct({
+      partnerId,
+      environment,
+      slug,
+      displayName: slug,
+      chainId,
+      underlyingVaultAddress: address(1000 + n),
+      assetAddress: address(7),
+      serviceFeeBps: 150,
+      partnerFeeBps: 250,
+      serviceFeeRecipient: address(8),
+      partnerFeeRecipient: address(9),
+      deployed: deployed(address(n), { shareDecimals: 12, block: 5n }),
+    });
 
   beforeAll(async () => {
     t = await freshDatabase(engine);
@@ -689,12 +679,12 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
     });
 
     it('50 concurrent identical requests over a real socket store exactly one event', async () => {
-      const server = await buildApp({ db: t.db, logger: captureLogger().logger, secretBox: box });
+      const server = await buildTestApp({ db: t.db, secretBox: box });
       const serverContract = attachContractCheck(server);
       await server.listen({ port: 0, host: '127.0.0.1' });
       try {
-        const address = server.server.address();
-        if (!address || typeof address === 'string') throw new Error('no port');
+        const bound = server.server.address();
+        if (!bound || typeof bound === 'string') throw new Error('no port');
         const key = nextKey();
         const raw = JSON.stringify(deposit());
         const headers = {
@@ -706,7 +696,7 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
         };
         const answers = await Promise.all(
           Array.from({ length: 50 }, async () => {
-            const res = await fetch(`http://127.0.0.1:${address.port}${URL_PATH}`, {
+            const res = await fetch(`http://127.0.0.1:${bound.port}${URL_PATH}`, {
               method: 'POST',
               headers,
               body: raw,
@@ -778,7 +768,7 @@ describe.each(storageEngines())('inbound webhook on %s', (engine) => {
     });
 
     it('without a secret box every request is refused with 401', async () => {
-      const bare = await buildApp({ db: t.db, logger: captureLogger().logger });
+      const bare = await buildTestApp({ db: t.db });
       const bareContract = attachContractCheck(bare);
       await bare.ready();
       const raw = JSON.stringify(ping());

@@ -12,9 +12,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -112,7 +112,7 @@ describe('a client generated from the served document', { timeout: 180_000 }, ()
   const dir = mkdtempSync(path.join(tmpdir(), 'pys-client-'));
   beforeAll(async () => {
     t = await freshDatabase('pglite');
-    app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    app = await buildTestApp({ db: t.db });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     doc = (await (await fetch(`${url}/openapi.json`)).json()) as typeof doc;
   });

@@ -6,9 +6,9 @@
  * and tags; the resources are named components; parameters and headers are declared.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 import { lintOpenApi } from '../helpers/openapi-lint.ts';
 import { REDOCLY_EXCEPTIONS, SPECTRAL_EXCEPTIONS } from '../helpers/openapi-lint-exceptions.ts';
 
@@ -42,7 +42,7 @@ describe('the served OpenAPI document', { timeout: 120_000 }, () => {
   let doc: Doc;
   beforeAll(async () => {
     t = await freshDatabase('pglite');
-    app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    app = await buildTestApp({ db: t.db });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     const res = await fetch(`${url}/openapi.json`);
     expect(res.status).toBe(200);

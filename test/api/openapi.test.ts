@@ -6,10 +6,10 @@ import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type NewProduct, type ProductStatus } from '../../src/db/products.ts';
 import { ERROR_CATALOGUE } from '../../src/http/errors.ts';
 import { DecimalString, Ok } from '../../src/http/schemas.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { address, buildTestApp, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 describe('OpenAPI document', () => {
   let t: TestDatabase;
@@ -25,7 +25,7 @@ describe('OpenAPI document', () => {
   };
   beforeAll(async () => {
     t = await freshDatabase('pglite');
-    app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    app = await buildTestApp({ db: t.db });
     await app.ready();
     doc = (await app.inject({ url: '/openapi.json' })).json();
   });
@@ -87,7 +87,7 @@ describe('OpenAPI document', () => {
   });
 
   it('the contract check flags a response that breaks its documented schema', async () => {
-    const other = await buildApp({ db: t.db, logger: captureLogger().logger });
+    const other = await buildTestApp({ db: t.db });
     // The serializer passes a string through, so only the independent check can see the breach.
     other.get(
       '/test/amount',
@@ -116,9 +116,8 @@ describe('OpenAPI document', () => {
     const db = (await freshDatabase('pglite')) as TestDatabase;
     const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
     const NON_EVM = 990_001;
-    const probe = await buildApp({
+    const probe = await buildTestApp({
       db: db.db,
-      logger: captureLogger().logger,
       // A non-EVM chain (position: chain_not_supported); 31337 is not configured, so a live read
       // there answers chain_rpc_unavailable.
       chains: [
@@ -142,36 +141,31 @@ describe('OpenAPI document', () => {
         status: ProductStatus,
         n: number,
         chainId = 31337,
-      ): NewProduct => ({
-        partnerId,
-        environment: env,
-        slug,
-        displayName: slug,
-        riskLabel: 'low',
-        chainId,
-        vaultKind: 'sync',
-        engineName: 'Engine',
-        engineSymbol: 'yUSDC',
-        underlyingVaultAddress: A(1000 + n),
-        assetAddress: A(7),
-        assetSymbol: 'USDC',
-        assetDecimals: 6,
-        serviceFeeBps: 150,
-        partnerFeeBps: 250,
-        serviceFeeRecipient: A(8),
-        partnerFeeRecipient: A(9),
-        ...(status === 'pending_deploy'
-          ? {}
-          : {
-              deployed: {
-                engineAddress: A(n),
-                shareDecimals: 6,
-                block: 1n,
-                at: new Date('2026-01-01T00:00:00Z'),
-                status,
-              },
-            }),
-      });
+      ): NewProduct =>
+        newProduct({
+          partnerId,
+          environment: env,
+          slug,
+          displayName: slug,
+          chainId,
+          underlyingVaultAddress: address(1000 + n),
+          assetAddress: address(7),
+          serviceFeeBps: 150,
+          partnerFeeBps: 250,
+          serviceFeeRecipient: address(8),
+          partnerFeeRecipient: address(9),
+          ...(status === 'pending_deploy'
+            ? {}
+            : {
+                deployed: {
+                  engineAddress: A(n),
+                  shareDecimals: 6,
+                  block: 1n,
+                  at: new Date('2026-01-01T00:00:00Z'),
+                  status,
+                },
+              }),
+        });
       const statuses: ProductStatus[] = ['pending_deploy', 'active', 'paused', 'deprecated'];
       for (const [i, status] of statuses.entries()) {
         await products.create(

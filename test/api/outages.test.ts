@@ -21,6 +21,7 @@ import { createDatabase, type Database } from '../../src/db/client.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createRedis, type Redis } from '../../src/redis.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { partnerWithKey } from '../helpers/builders.ts';
 import { freshDatabase, postgresAdminUrl, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { waitFor } from '../helpers/process.ts';
@@ -42,8 +43,8 @@ describe.runIf(postgresAdminUrl())('PostgreSQL refused', () => {
 
   beforeAll(async () => {
     t = await freshDatabase('postgres');
-    const partner = await createPartnersRepo(t.db).create('Acme Wallet');
-    key = (await createApiKeysRepo(t.db).create(partner.id, 'live')).key;
+    const { partner, key: created } = await partnerWithKey(t.db, 'Acme Wallet');
+    key = created;
     const url = new URL(t.location);
     proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(url.port || 5432) });
     url.hostname = '127.0.0.1';

@@ -11,6 +11,7 @@ import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createRedis } from '../../src/redis.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -49,7 +50,7 @@ async function setup(
     opts.redisPrefix && testRedisUrl()
       ? createRedis(testRedisUrl()!, { keyPrefix: opts.redisPrefix })
       : undefined;
-  const app = await buildApp({ db: t.db, logger: captureLogger().logger, redis });
+  const app = await buildTestApp({ db: t.db, redis });
   contracts.push(attachContractCheck(app));
   await app.register(partnerScope, {
     keys: createApiKeysRepo(t.db),

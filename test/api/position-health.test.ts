@@ -12,20 +12,19 @@ import { type ChainClient, createChainClient } from '../../src/chain/client.ts';
 import { yieldEngineAbi } from '../../src/chain/generated/index.ts';
 import { ensureLocalChain, type LocalChain } from '../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { provisionFromDeployment } from '../helpers/local-products.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
 const contracts: ContractCheck[] = [];
 
 async function appFor(t: TestDatabase, client: ChainClient, chainId: number, evm = true) {
-  const app = await buildApp({
+  const app = await buildTestApp({
     db: t.db,
-    logger: captureLogger().logger,
     chains: [{ chainId, name: 'Local', evm, client }],
     chainReads: { timeoutMs: 1500, cacheMs: 0, headMs: 0 },
   });

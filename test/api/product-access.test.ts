@@ -3,6 +3,7 @@ import { resolveProduct, type StateRule } from '../../src/api/product-access.ts'
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type ProductStatus } from '../../src/db/products.ts';
 import { ApiError } from '../../src/http/errors.ts';
+import { newProduct } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const ADDR = '0x0000000000000000000000000000000000000001' as const;
@@ -19,42 +20,41 @@ describe('product access rules', () => {
     const products = createProductsRepo(t.db);
     const base = {
       displayName: 'P',
-      riskLabel: 'low' as const,
-      chainId: 31337,
-      vaultKind: 'sync' as const,
       engineName: 'E',
       engineSymbol: 'E',
       underlyingVaultAddress: ADDR,
       assetAddress: ADDR,
-      assetSymbol: 'USDC',
-      assetDecimals: 6,
-      serviceFeeBps: 100,
-      partnerFeeBps: 100,
       serviceFeeRecipient: ADDR,
       partnerFeeRecipient: ADDR,
     };
     const statuses: ProductStatus[] = ['pending_deploy', 'active', 'paused', 'deprecated'];
     for (const [i, status] of statuses.entries()) {
-      await products.create({
-        ...base,
-        partnerId: acme,
-        environment: 'live',
-        slug: `acme-${status.replace('_', '-')}`,
-        ...(status === 'pending_deploy'
-          ? {}
-          : {
-              deployed: {
-                engineAddress: `0x${String(i + 10).padStart(40, '0')}` as `0x${string}`,
-                shareDecimals: 12,
-                block: 1n,
-                at: new Date(),
-                status,
-              },
-            }),
-      });
+      await products.create(
+        newProduct({
+          ...base,
+          partnerId: acme,
+          environment: 'live',
+          slug: `acme-${status.replace('_', '-')}`,
+          ...(status === 'pending_deploy'
+            ? {}
+            : {
+                deployed: {
+                  engineAddress: `0x${String(i + 10).padStart(40, '0')}` as `0x${string}`,
+                  shareDecimals: 12,
+                  block: 1n,
+                  at: new Date(),
+                  status,
+                },
+              }),
+        }),
+      );
     }
-    await products.create({ ...base, partnerId: acme, environment: 'test', slug: 'acme-sandbox' });
-    await products.create({ ...base, partnerId: bravo, environment: 'live', slug: 'bravo-live' });
+    await products.create(
+      newProduct({ ...base, partnerId: acme, environment: 'test', slug: 'acme-sandbox' }),
+    );
+    await products.create(
+      newProduct({ ...base, partnerId: bravo, environment: 'live', slug: 'bravo-live' }),
+    );
   });
   afterAll(async () => {
     await t.drop();

@@ -7,14 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { address, buildTestApp, deployed, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 import { waitFor } from '../helpers/process.ts';
 import { insertSnapshots } from '../helpers/snapshots.ts';
 
-const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
 const POLL_MS = 50;
 /**
  * Awaits what a poll brings, instead of sleeping a few intervals: on a loaded machine a timer can
@@ -33,41 +32,22 @@ describe.each(storageEngines())('read cache on %s', (engine) => {
   beforeAll(async () => {
     t = await freshDatabase(engine);
     const partner = await createPartnersRepo(t.db).create('Acme');
-    product = await createProductsRepo(t.db).create({
-      partnerId: partner.id,
-      environment: 'live',
-      slug: 'core',
-      displayName: 'Core',
-      riskLabel: 'low',
-      chainId: 31337,
-      vaultKind: 'sync',
-      engineName: 'E',
-      engineSymbol: 'E',
-      underlyingVaultAddress: A(2),
-      assetAddress: A(3),
-      assetSymbol: 'USDC',
-      assetDecimals: 6,
-      serviceFeeBps: 100,
-      partnerFeeBps: 100,
-      serviceFeeRecipient: A(4),
-      partnerFeeRecipient: A(5),
-      deployed: {
-        engineAddress: A(1),
-        shareDecimals: 12,
-        block: 1n,
-        at: new Date(),
-        status: 'active',
-      },
-    });
+    product = await createProductsRepo(t.db).create(
+      newProduct({
+        partnerId: partner.id,
+        engineName: 'E',
+        engineSymbol: 'E',
+        deployed: deployed(address(1), { shareDecimals: 12, at: new Date() }),
+      }),
+    );
     const created = await createApiKeysRepo(t.db).create(partner.id, 'live');
     key = created.key;
     keyId = created.record.id;
     apps = [];
     contracts = [];
     for (let i = 0; i < 2; i++) {
-      const app = await buildApp({
+      const app = await buildTestApp({
         db: t.db,
-        logger: captureLogger().logger,
         readCache: { pollMs: POLL_MS },
       });
       contracts.push(attachContractCheck(app));

@@ -16,10 +16,10 @@ import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Environment } from '../../src/db/products.ts';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { buildTestApp, deployed, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 const ADDR = '0x0000000000000000000000000000000000000001' as const;
 
@@ -90,36 +90,28 @@ describe('the security suite, on every authenticated route', () => {
     newSandboxKey = async () => (await keyRepo.create(acme, 'test')).key;
     const products = createProductsRepo(t.db);
     const product = (partnerId: string, environment: Environment, slug: string, i: number) =>
-      products.create({
-        displayName: 'P',
-        riskLabel: 'low',
-        chainId: 31337,
-        vaultKind: 'sync',
-        engineName: 'E',
-        engineSymbol: 'E',
-        underlyingVaultAddress: ADDR,
-        assetAddress: ADDR,
-        assetSymbol: 'USDC',
-        assetDecimals: 6,
-        serviceFeeBps: 100,
-        partnerFeeBps: 100,
-        serviceFeeRecipient: ADDR,
-        partnerFeeRecipient: ADDR,
-        partnerId,
-        environment,
-        slug,
-        deployed: {
-          engineAddress: `0x${String(i).padStart(40, '0')}` as `0x${string}`,
-          shareDecimals: 12,
-          block: 1n,
-          at: new Date(),
-          status: 'active',
-        },
-      });
+      products.create(
+        newProduct({
+          displayName: 'P',
+          engineName: 'E',
+          engineSymbol: 'E',
+          underlyingVaultAddress: ADDR,
+          assetAddress: ADDR,
+          serviceFeeRecipient: ADDR,
+          partnerFeeRecipient: ADDR,
+          partnerId,
+          environment,
+          slug,
+          deployed: deployed(`0x${String(i).padStart(40, '0')}` as `0x${string}`, {
+            shareDecimals: 12,
+            at: new Date(),
+          }),
+        }),
+      );
     await product(acme, 'live', 'acme-live', 11);
     await product(acme, 'test', 'acme-sandbox', 12);
     await product(bravo, 'live', 'bravo-live', 13);
-    app = await buildApp({ db: t.db, logger: captureLogger().logger });
+    app = await buildTestApp({ db: t.db });
     contract = attachContractCheck(app);
     await app.ready();
     ops = authenticatedOperations(app);

@@ -8,10 +8,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type NewProduct, type ProductStatus } from '../../src/db/products.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { address, buildTestApp, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 import { daysEnding, insertSnapshots } from '../helpers/snapshots.ts';
 
 const NOW = new Date('2026-06-30T12:00:00Z');
@@ -38,36 +38,30 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       env: 'live' | 'test',
       status: ProductStatus,
       n: number,
-    ): NewProduct => ({
-      partnerId,
-      environment: env,
-      slug,
-      displayName: `Product ${slug}`,
-      riskLabel: 'low',
-      chainId: 31337,
-      vaultKind: 'sync',
-      engineName: 'Engine',
-      engineSymbol: 'yUSDC',
-      underlyingVaultAddress: A(1000 + n),
-      assetAddress: A(7),
-      assetSymbol: 'USDC',
-      assetDecimals: 6,
-      serviceFeeBps: 150,
-      partnerFeeBps: 250,
-      serviceFeeRecipient: A(8),
-      partnerFeeRecipient: A(9),
-      ...(status === 'pending_deploy'
-        ? {}
-        : {
-            deployed: {
-              engineAddress: A(n),
-              shareDecimals: 12,
-              block: 5n,
-              at: new Date('2025-12-01T00:00:00Z'),
-              status,
-            },
-          }),
-    });
+    ): NewProduct =>
+      newProduct({
+        partnerId,
+        environment: env,
+        slug,
+        displayName: `Product ${slug}`,
+        underlyingVaultAddress: address(1000 + n),
+        assetAddress: address(7),
+        serviceFeeBps: 150,
+        partnerFeeBps: 250,
+        serviceFeeRecipient: address(8),
+        partnerFeeRecipient: address(9),
+        ...(status === 'pending_deploy'
+          ? {}
+          : {
+              deployed: {
+                engineAddress: A(n),
+                shareDecimals: 12,
+                block: 5n,
+                at: new Date('2025-12-01T00:00:00Z'),
+                status,
+              },
+            }),
+      });
     const core = await products.create(base('core', acme.id, 'live', 'active', 1));
     const paused = await products.create(base('paused', acme.id, 'live', 'paused', 2));
     const legacy = await products.create(base('legacy', acme.id, 'live', 'deprecated', 3));
@@ -123,9 +117,8 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
     live = (await keys.create(acme.id, 'live')).key;
     sandbox = (await keys.create(acme.id, 'test')).key;
     other = (await keys.create(bravo.id, 'live')).key;
-    app = await buildApp({
+    app = await buildTestApp({
       db: t.db,
-      logger: captureLogger().logger,
       chains: [],
       now: () => NOW,
     });

@@ -21,6 +21,7 @@ import { ERROR_CATALOGUE } from '../../src/http/errors.ts';
 import { unsafeTextAt } from '../../src/http/text-check.ts';
 import { buildApp } from '../../src/server/app.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
+import { address, deployed, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -81,32 +82,19 @@ describe.each(storageEngines())('text PostgreSQL refuses, on %s', (engine) => {
   beforeAll(async () => {
     t = await freshDatabase(engine);
     const partner = await createPartnersRepo(t.db).create('Acme Wallet');
-    await createProductsRepo(t.db).create({
-      partnerId: partner.id,
-      environment: 'live',
-      slug: 'core',
-      displayName: 'Core',
-      riskLabel: 'low',
-      chainId: CHAIN,
-      vaultKind: 'sync',
-      engineName: 'Engine',
-      engineSymbol: 'yUSDC',
-      underlyingVaultAddress: A(1000),
-      assetAddress: A(7),
-      assetSymbol: 'USDC',
-      assetDecimals: 6,
-      serviceFeeBps: 150,
-      partnerFeeBps: 250,
-      serviceFeeRecipient: A(8),
-      partnerFeeRecipient: A(9),
-      deployed: {
-        engineAddress: A(1),
-        shareDecimals: 12,
-        block: 5n,
-        at: new Date('2026-01-01T00:00:00Z'),
-        status: 'active',
-      },
-    });
+    await createProductsRepo(t.db).create(
+      newProduct({
+        partnerId: partner.id,
+        chainId: CHAIN,
+        underlyingVaultAddress: address(1000),
+        assetAddress: address(7),
+        serviceFeeBps: 150,
+        partnerFeeBps: 250,
+        serviceFeeRecipient: address(8),
+        partnerFeeRecipient: address(9),
+        deployed: deployed(address(1), { shareDecimals: 12, block: 5n }),
+      }),
+    );
     key = (await createApiKeysRepo(t.db).create(partner.id, 'live')).key;
     secret = (await createInboundSecretsRepo(t.db, box).set(partner.id, 'live')).secret;
     app = await buildApp({ db: t.db, logger: logs.logger, secretBox: box });

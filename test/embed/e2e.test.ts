@@ -265,7 +265,9 @@ describe.skipIf(skip)('the embed in Chromium', () => {
   });
 
   it('the demo credentials name the embed and a host page on another loopback origin', () => {
-    expect(live.embed.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/embed\/emb_[1-9A-HJ-NP-Za-km-z]{22}\//);
+    expect(live.embed.url).toMatch(
+      /^http:\/\/127\.0\.0\.1:\d+\/embed\/emb_[1-9A-HJ-NP-Za-km-z]{22}\//,
+    );
     expect(live.embed.url.endsWith(`/${live.products.active}`)).toBe(true);
     expect(live.embed.host_example_url).toMatch(
       /^http:\/\/localhost:\d+\/embed\/host-example\/emb_/,

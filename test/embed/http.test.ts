@@ -16,6 +16,7 @@ import { embedCsp } from '../../src/embed/csp.ts';
 import { buildProductView, embedGate } from '../../src/embed/product-view.ts';
 import { createLogger } from '../../src/logger.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { newProduct } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { insertSnapshots } from '../helpers/snapshots.ts';
 import { builtEmbedAssets } from './build.ts';
@@ -39,15 +40,10 @@ beforeAll(async () => {
   const repo = createProductsRepo(t.db);
   const base = {
     displayName: 'USDC Core',
-    riskLabel: 'low' as const,
-    chainId: 31337,
-    vaultKind: 'sync' as const,
     engineName: 'E',
     engineSymbol: 'E',
     underlyingVaultAddress: ADDR,
     assetAddress: ADDR,
-    assetSymbol: 'USDC',
-    assetDecimals: 6,
     serviceFeeBps: 300,
     partnerFeeBps: 200,
     serviceFeeRecipient: ADDR,
@@ -59,23 +55,25 @@ beforeAll(async () => {
     environment: 'live' | 'test',
     status: ProductStatus,
   ) => {
-    products[slug] = await repo.create({
-      ...base,
-      partnerId,
-      environment,
-      slug,
-      ...(status === 'pending_deploy'
-        ? {}
-        : {
-            deployed: {
-              engineAddress: `0x${(Object.keys(products).length + 16).toString(16).padStart(40, '0')}`,
-              shareDecimals: 12,
-              block: 7n,
-              at: new Date(),
-              status,
-            },
-          }),
-    });
+    products[slug] = await repo.create(
+      newProduct({
+        ...base,
+        partnerId,
+        environment,
+        slug,
+        ...(status === 'pending_deploy'
+          ? {}
+          : {
+              deployed: {
+                engineAddress: `0x${(Object.keys(products).length + 16).toString(16).padStart(40, '0')}`,
+                shareDecimals: 12,
+                block: 7n,
+                at: new Date(),
+                status,
+              },
+            }),
+      }),
+    );
   };
   await make('acme-core', acme, 'live', 'active');
   await make('acme-paused', acme, 'live', 'paused');

@@ -16,9 +16,9 @@ import { createPartnersRepo, type Partner } from '../../src/db/partners.ts';
 import type { MemberRole } from '../../src/db/portal-members.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 import { chromiumMissing, launchChromium, seriousA11yViolations } from './browser.ts';
 
 const missing = chromiumMissing();
@@ -37,9 +37,8 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
   beforeAll(async () => {
     t = await freshDatabase('pglite');
     let port = 0;
-    app = await buildApp({
+    app = await buildTestApp({
       db: t.db,
-      logger: captureLogger().logger,
       readCache: { pollMs: 100 },
       portal: {
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),

@@ -16,9 +16,9 @@ import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 import { chromiumMissing, launchChromium, seriousA11yViolations } from './browser.ts';
 import { seedProducts } from './products-fixture.ts';
 
@@ -39,9 +39,8 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
   beforeAll(async () => {
     t = await freshDatabase('pglite');
     let port = 0;
-    app = await buildApp({
+    app = await buildTestApp({
       db: t.db,
-      logger: captureLogger().logger,
       portal: {
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
         publicUrl: () => `http://localhost:${port}/portal`,

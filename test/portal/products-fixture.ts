@@ -11,6 +11,7 @@ import {
   type Product,
   type ProductStatus,
 } from '../../src/db/products.ts';
+import { address, newProduct } from '../helpers/builders.ts';
 import { daysEnding, insertSnapshots, type SnapshotRow } from '../helpers/snapshots.ts';
 
 const A = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as `0x${string}`;
@@ -43,36 +44,33 @@ export async function seedProducts(
   const out: Product[] = [];
   for (const p of products) {
     const n = ++counter + Math.floor(Math.random() * 1e6);
-    const product = await repo.create({
-      partnerId,
-      environment: p.environment,
-      slug: p.slug,
-      displayName: p.displayName,
-      riskLabel: 'low',
-      chainId: 31337,
-      vaultKind: 'sync',
-      engineName: `${p.displayName} engine`,
-      engineSymbol: 'pyUSDC',
-      underlyingVaultAddress: A(0x1000 + n),
-      assetAddress: A(7),
-      assetSymbol: 'USDC',
-      assetDecimals: 6,
-      serviceFeeBps: 150,
-      partnerFeeBps: 250,
-      serviceFeeRecipient: A(8),
-      partnerFeeRecipient: A(9),
-      ...(p.status === 'pending_deploy'
-        ? {}
-        : {
-            deployed: {
-              engineAddress: A(0x100000 + n),
-              shareDecimals: 12,
-              block: 5n,
-              at: new Date(Date.parse(`${lastDay}T00:00:00Z`) - p.days * 86_400_000),
-              status: p.status,
-            },
-          }),
-    });
+    const product = await repo.create(
+      newProduct({
+        partnerId,
+        environment: p.environment,
+        slug: p.slug,
+        displayName: p.displayName,
+        engineName: `${p.displayName} engine`,
+        engineSymbol: 'pyUSDC',
+        underlyingVaultAddress: address(0x1000 + n),
+        assetAddress: address(7),
+        serviceFeeBps: 150,
+        partnerFeeBps: 250,
+        serviceFeeRecipient: address(8),
+        partnerFeeRecipient: address(9),
+        ...(p.status === 'pending_deploy'
+          ? {}
+          : {
+              deployed: {
+                engineAddress: A(0x100000 + n),
+                shareDecimals: 12,
+                block: 5n,
+                at: new Date(Date.parse(`${lastDay}T00:00:00Z`) - p.days * 86_400_000),
+                status: p.status,
+              },
+            }),
+      }),
+    );
     if (p.days > 0) await insertSnapshots(db, product.id, history(p.days, lastDay, p.startTvl));
     out.push(product);
   }

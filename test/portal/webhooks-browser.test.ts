@@ -22,12 +22,13 @@ import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo, type Partner } from '../../src/db/partners.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
 import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
 import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { createSender } from '../../src/webhooks/sender.ts';
 import { signPayload } from '../../src/webhooks/signature.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { type HttpsReceiver, startHttpsReceiver, testCaPem } from '../helpers/https-receiver.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -55,9 +56,8 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
   beforeAll(async () => {
     t = await freshDatabase('pglite');
     let port = 0;
-    app = await buildApp({
+    app = await buildTestApp({
       db: t.db,
-      logger: captureLogger().logger,
       secretBox: box,
       portal: {
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),

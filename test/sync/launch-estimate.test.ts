@@ -16,7 +16,7 @@ import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
 import { createLogger } from '../../src/logger.ts';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
 import { localChainSettings } from '../../src/sync/chain-runtime.ts';
 import { createLifecycle } from '../../src/sync/lifecycle.ts';
 import { createMetricsProcessor } from '../../src/sync/metrics.ts';
@@ -30,9 +30,9 @@ import {
   USD,
   USERS,
 } from '../chain/helpers.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { attachContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 const DAY = 86_400;
 const logger = createLogger('silent');
@@ -153,9 +153,8 @@ describe.each(storageEngines())('launch-day pricing on %s', (engine) => {
       underlyingVaultAddress: fx.asyncVault,
     });
     key = (await createApiKeysRepo(t.db).create(partner.id, 'live')).key;
-    app = await buildApp({
+    app = await buildTestApp({
       db: t.db,
-      logger: captureLogger().logger,
       chains: [],
       readCache: { pollMs: 10 },
       now: () => clock,

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/server/app.ts';
+import type { buildApp } from '../../src/server/app.ts';
 import {
   assertOutboundPayload,
   OUTBOUND_EVENT_TYPES,
@@ -17,8 +17,8 @@ import {
   SUBSCRIBABLE_EVENT_TYPES,
 } from '../../src/webhooks/event-catalogue.ts';
 import { renderEventsMarkdown } from '../../src/webhooks/event-docs.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { captureLogger } from '../helpers/logs.ts';
 
 describe('the outbound event catalogue', () => {
   it('holds every event type of the spec and DECISIONS', () => {
@@ -103,7 +103,7 @@ describe('the outbound event catalogue', () => {
     let app: Awaited<ReturnType<typeof buildApp>>;
     beforeAll(async () => {
       t = await freshDatabase('pglite');
-      app = await buildApp({ db: t.db, logger: captureLogger().logger });
+      app = await buildTestApp({ db: t.db });
       await app.ready();
     });
     afterAll(async () => {

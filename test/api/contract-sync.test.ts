@@ -1,60 +1,28 @@
 /**
- * The partner contract is written once, in the route files; everything else that states it is
- * checked against the OpenAPI document the service serves (assembled from those routes):
- * - the SDK's operation table (packages/sdk/src/operations.ts), from which its methods take their
- *   paths: the same operations, methods and paths, and a client method for each;
- * - the endpoint table of the partner guide (docs/partner-api.md): a row per operation, naming its
- *   SDK method.
+ * The partner contract is written once, in the route files; the OpenAPI document the service serves
+ * is assembled from them, and what else states the contract is generated from that document and
+ * checked here against the one served:
+ * - the SDK's operation table and read methods (packages/sdk/src/generated/operations.ts): the same
+ *   operations, methods and paths, and a client method for each;
+ * - the endpoint table of the partner guide (docs/partner-api.md, scripts/partner-endpoints.ts).
  */
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operationRows, renderOperations } from '../../packages/sdk/scripts/operations.ts';
 import { PartnerYieldClient } from '../../packages/sdk/src/client.ts';
-import { OPERATIONS } from '../../packages/sdk/src/operations.ts';
+import { OPERATIONS } from '../../packages/sdk/src/generated/operations.ts';
+import { GUIDE, renderEndpointTable, withEndpointTable } from '../../scripts/partner-endpoints.ts';
 import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-interface DocOperation {
-  operationId: string;
-  method: string;
-  path: string;
-}
-
-/** `METHOD /path` of every operation of a document, by operationId. */
-function documentOperations(doc: {
-  paths: Record<string, Record<string, { operationId?: string }>>;
-}) {
-  const ops: DocOperation[] = [];
-  for (const [p, byMethod] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(byMethod)) {
-      ops.push({ operationId: op.operationId ?? '(none)', method: method.toUpperCase(), path: p });
-    }
-  }
-  return ops.sort((a, b) => a.operationId.localeCompare(b.operationId));
-}
-
-/** The rows of the guide's endpoint table: `METHOD /path` and the SDK method named beside it. */
-function guideRows(markdown: string) {
-  const section = markdown.slice(markdown.indexOf('## Endpoints'));
-  const table = section.slice(0, section.indexOf('\n\n', section.indexOf('| Method')));
-  return table
-    .split('\n')
-    .map((line) => /^\| `(GET|POST|PUT|PATCH|DELETE) ([^`]+)` +\| `(\w+)\(/.exec(line))
-    .filter((m) => m !== null)
-    .map((m) => ({ method: m[1]!, path: m[2]!, clientMethod: m[3]! }))
-    .sort((a, b) => `${a.method} ${a.path}`.localeCompare(`${b.method} ${b.path}`));
-}
-
 describe('the contract, written once', () => {
   let t: TestDatabase;
-  let operations: DocOperation[];
+  let document: Record<string, unknown>;
   beforeAll(async () => {
     t = await freshDatabase('pglite');
     const app = await buildTestApp({ db: t.db });
     await app.ready();
-    operations = documentOperations((await app.inject({ url: '/openapi.json' })).json());
+    document = (await app.inject({ url: '/openapi.json' })).json();
     await app.close();
   });
   afterAll(async () => {
@@ -62,36 +30,51 @@ describe('the contract, written once', () => {
   });
 
   it('the SDK calls every operation of the document, at its method and path', () => {
-    expect(operations.length).toBeGreaterThanOrEqual(10);
+    const served = operationRows(document)
+      .map((r) => ({ operationId: r.operationId, method: r.method, path: r.path }))
+      .sort((a, b) => a.operationId.localeCompare(b.operationId));
+    expect(served.length).toBeGreaterThanOrEqual(10);
     const sdk = Object.entries(OPERATIONS)
       .map(([operationId, op]) => ({ operationId, method: op.method, path: op.path }))
       .sort((a, b) => a.operationId.localeCompare(b.operationId));
-    expect(sdk).toEqual(operations);
+    expect(sdk).toEqual(served);
     for (const op of Object.values(OPERATIONS)) {
-      expect(typeof PartnerYieldClient.prototype[op.clientMethod], op.clientMethod).toBe(
-        'function',
-      );
+      const method = (PartnerYieldClient.prototype as unknown as Record<string, unknown>)[
+        op.clientMethod
+      ];
+      expect(typeof method, op.clientMethod).toBe('function');
     }
   });
 
-  it("the partner guide's endpoint table lists every operation, with its SDK method", () => {
-    const rows = guideRows(readFileSync(path.join(ROOT, 'docs/partner-api.md'), 'utf8'));
-    const expected = operations
-      .map((op) => ({
-        method: op.method,
-        path: op.path,
-        clientMethod: OPERATIONS[op.operationId as keyof typeof OPERATIONS]?.clientMethod,
-      }))
-      .sort((a, b) => `${a.method} ${a.path}`.localeCompare(`${b.method} ${b.path}`));
-    expect(rows).toEqual(expected);
+  it("the partner guide's endpoint table is the document's", () => {
+    const guide = readFileSync(GUIDE, 'utf8');
+    // On a mismatch: npm run docs:endpoints
+    expect(withEndpointTable(guide, renderEndpointTable(document))).toBe(guide);
   });
 
-  it('a drifted table is caught (a deliberate failing example)', () => {
-    const guide = readFileSync(path.join(ROOT, 'docs/partner-api.md'), 'utf8');
-    const dropped = guide.replace(
-      /\n\| `GET \/api\/partner\/products\/\{slug\}\/position`[^\n]*/,
-      '',
+  it('an operation added to the document changes both (a deliberate failing example)', () => {
+    const paths = document.paths as Record<string, unknown>;
+    const grown = {
+      ...document,
+      paths: {
+        ...paths,
+        '/api/partner/products/{slug}/events': {
+          get: {
+            operationId: 'listProductEvents',
+            summary: 'Product events',
+            description: 'The events of one product, newest first.',
+            parameters: [{ name: 'slug', in: 'path', required: true }],
+            responses: {},
+          },
+        },
+      },
+    };
+    const guide = readFileSync(GUIDE, 'utf8');
+    const table = renderEndpointTable(grown);
+    expect(withEndpointTable(guide, table)).not.toBe(guide);
+    expect(table).toContain('`listProductEvents(slug)`');
+    expect(renderOperations(grown)).toContain(
+      "listProductEvents(slug: string, options?: RequestOptions): Promise<Data<'/api/partner/products/{slug}/events'>>",
     );
-    expect(guideRows(dropped).length).toBe(guideRows(guide).length - 1);
   });
 });

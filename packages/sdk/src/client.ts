@@ -1,9 +1,10 @@
 /**
- * The API client: one method per operation of the service's OpenAPI document, each answering the
- * `data` of the success envelope typed from the generated types, each failure a PartnerYieldError
- * to switch on by `code`. Retries follow the spec's policy (retry.ts).
+ * The API client: one method per operation of the service's OpenAPI document (most generated from
+ * it), each answering the `data` of the success envelope typed from the generated types, each
+ * failure a PartnerYieldError to switch on by `code`. Retries follow the spec's policy (retry.ts).
  */
 import { PartnerYieldError } from './errors.ts';
+import { GeneratedReads, operationPath } from './generated/operations.ts';
 import {
   createTransport,
   type RequestOptions,
@@ -11,17 +12,10 @@ import {
   type TransportOptions,
 } from './http.ts';
 import { type InboundEvent, signInbound } from './inbound.ts';
-import { operationPath } from './operations.ts';
 import type {
-  ApyHistoryQuery,
-  ApyHistoryRow,
-  FeeStatsQuery,
-  FeeStatsRow,
   InboundAck,
   Liveness,
   Position,
-  Product,
-  ProductHealth,
   Readiness,
   YieldCalcQuery,
   YieldProjection,
@@ -36,70 +30,40 @@ export interface ClientOptions extends Omit<TransportOptions, 'baseUrl'> {
   inboundSecret?: string;
 }
 
-export class PartnerYieldClient {
+/**
+ * The client. Every keyed read of the API is a method generated from the document
+ * (GeneratedReads, src/generated/operations.ts: listProducts, getProduct, getApyHistory,
+ * getFeeStats, getYieldProjection, getProductHealth, and any read added later); the methods
+ * below are the ones written by hand: the probes (no key), the signed inbound POST, and names kept
+ * for compatibility.
+ */
+export class PartnerYieldClient extends GeneratedReads {
   readonly #request: Transport;
   readonly #inboundSecret: string | undefined;
 
   constructor(options: ClientOptions) {
     if (!options?.baseUrl) throw new TypeError('PartnerYieldClient needs a baseUrl.');
-    this.#request = createTransport(options);
+    const request = createTransport(options);
+    super(request);
+    this.#request = request;
     this.#inboundSecret = options.inboundSecret;
   }
 
-  async #get<T>(
-    path: string,
-    query?: Record<string, string | number | undefined>,
-    o?: RequestOptions,
-  ) {
-    const res = await this.#request({ method: 'GET', path, query }, o);
-    return (res.body as { data: T }).data;
-  }
-
-  /** Every product of the key's partner and environment. */
-  listProducts(options?: RequestOptions): Promise<Product[]> {
-    return this.#get(operationPath('listProducts'), undefined, options);
-  }
-
-  /** One product, in any state. */
-  getProduct(slug: string, options?: RequestOptions): Promise<Product> {
-    return this.#get(operationPath('getProduct', { slug }), undefined, options);
-  }
-
-  /** Daily APYs, newest first (`days`: 7, 30 or 180; default 30). */
-  getApyHistory(
-    slug: string,
-    query?: ApyHistoryQuery,
-    options?: RequestOptions,
-  ): Promise<ApyHistoryRow[]> {
-    return this.#get(operationPath('getApyHistory', { slug }), query, options);
-  }
-
-  /** Daily yield and fee split, oldest first (UTC dates, inclusive; default the last 30 days). */
-  getFeeStats(
-    slug: string,
-    query?: FeeStatsQuery,
-    options?: RequestOptions,
-  ): Promise<FeeStatsRow[]> {
-    return this.#get(operationPath('getFeeStats', { slug }), query, options);
-  }
-
-  /** Projected yield of `amount` (a decimal string in whole asset units) at the current net APY. */
+  /**
+   * Projected yield of `amount` (a decimal string in whole asset units) at the current net APY:
+   * getYieldProjection under the name this client has always had.
+   */
   calculateYield(
     slug: string,
     query: YieldCalcQuery,
     options?: RequestOptions,
   ): Promise<YieldProjection> {
-    return this.#get(operationPath('getYieldProjection', { slug }), query, options);
-  }
-
-  /** Pause state, upstream state and last block: gate the deposit button on it. */
-  getProductHealth(slug: string, options?: RequestOptions): Promise<ProductHealth> {
-    return this.#get(operationPath('getProductHealth', { slug }), undefined, options);
+    return this.getYieldProjection(slug, query, options);
   }
 
   /** A wallet's shares and their value in one product. */
   getPosition(slug: string, address: string, options?: RequestOptions): Promise<Position> {
-    return this.#get(operationPath('getPosition', { slug }), { address }, options);
+    return this.read(operationPath('getPosition', { slug }), { address }, options);
   }
 
   /** The liveness probe (no key needed). */

@@ -20,12 +20,12 @@ import {
 } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/server/app.ts';
 import { createChainClient } from '../../../src/chain/client.ts';
 import { DEV_MNEMONIC } from '../../../src/chain/local/accounts.ts';
 import { ensureLocalChain, type LocalChain } from '../../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../../src/db/api-keys.ts';
 import { createInboundSecretsRepo } from '../../../src/db/inbound-secrets.ts';
+import { buildApp } from '../../../src/server/app.ts';
 import { createSecretBox } from '../../../src/webhooks/secret-box.ts';
 import { freshDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
 import { provisionFromDeployment } from '../../../test/helpers/local-products.ts';

@@ -22,8 +22,8 @@ import {
   type WalletClient,
 } from 'viem';
 import { PartnerYieldError } from '../errors.ts';
-import type { Product } from '../types.ts';
 import { engineAbi, erc20Abi } from '../generated/engine-abi.ts';
+import type { Product } from '../types.ts';
 
 export { engineAbi, erc20Abi } from '../generated/engine-abi.ts';
 

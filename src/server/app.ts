@@ -9,6 +9,7 @@ import Fastify, { LogController } from 'fastify';
 import { registerOpenApi } from '../api/openapi.ts';
 import { partnerScope } from '../api/partner-scope.ts';
 import { apyHistoryRoute } from '../api/routes/apy-history.ts';
+import { feeScheduleRoute } from '../api/routes/fee-schedule.ts';
 import { feeStatsRoute } from '../api/routes/fee-stats.ts';
 import { healthRoutes } from '../api/routes/health.ts';
 import { inboundWebhookRoute } from '../api/routes/inbound-webhook.ts';
@@ -119,6 +120,7 @@ export async function buildApp(deps: AppDeps) {
       feeStatsRoute({ cache, products, snapshots, ...clock }),
       yieldCalcRoute({ products, snapshots }),
       productHealthRoute({ products, chain }),
+      feeScheduleRoute({ products, chain }),
       positionRoute({ products, chain }),
       inboundWebhookRoute({
         products,

@@ -65,6 +65,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/products/{slug}/fee-schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Fee schedule
+         * @description The fees in force and a fee change waiting for its notice period, read from the chain: show your users a change before it applies. 503 `chain_rpc_unavailable` when the chain cannot be read (retry after 30 s).
+         */
+        get: operations["getFeeSchedule"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/products/{slug}/fee-stats": {
         parameters: {
             query?: never;
@@ -452,6 +472,26 @@ export type components = {
             message: string;
             /** @enum {boolean} */
             success: false;
+        };
+        FeeSchedule: {
+            /** @description Block the schedule was read at */
+            last_block: number;
+            /** @description Partner fee in force, basis points of the yield */
+            partner_fee_bps: number;
+            /** @description A fee change waiting for its notice period; null when none */
+            scheduled_change: {
+                /**
+                 * Format: date-time
+                 * @description UTC; the fees in force apply until the change is applied, at or after this moment
+                 */
+                may_apply_from: string;
+                /** @description Partner fee once the change applies */
+                partner_fee_bps: number;
+                /** @description Service fee once the change applies */
+                service_fee_bps: number;
+            } | null;
+            /** @description Service fee in force, basis points of the yield */
+            service_fee_bps: number;
         };
         FeeStatsRow: {
             /** @description Partner fee earned since deployment at the end of the day: minted (cumulative_partner_fee_minted) plus the partner part of the fee pending in the engine at the day-boundary block, whole asset units */
@@ -979,6 +1019,164 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getFeeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Product slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Fee schedule */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FeeSchedule"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `engine_not_deployed`: The product engine is not deployed yet. */
+            409: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "engine_not_deployed";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `service_unavailable`: The service is not ready. `chain_rpc_unavailable`: The chain RPC is unavailable; retry after 30 seconds. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable" | "chain_rpc_unavailable";
                     };
                 };
             };

@@ -10,6 +10,7 @@ import type { Data, Query } from '../types.ts';
 /** Every operation of the API, by operationId, with the client method that calls it. */
 export const OPERATIONS = {
   getApyHistory: { method: 'GET', path: '/api/partner/products/{slug}/apy-history', clientMethod: 'getApyHistory' },
+  getFeeSchedule: { method: 'GET', path: '/api/partner/products/{slug}/fee-schedule', clientMethod: 'getFeeSchedule' },
   getFeeStats: { method: 'GET', path: '/api/partner/products/{slug}/fee-stats', clientMethod: 'getFeeStats' },
   getLiveness: { method: 'GET', path: '/health', clientMethod: 'health' },
   getPosition: { method: 'GET', path: '/api/partner/products/{slug}/position', clientMethod: 'getPosition' },
@@ -55,6 +56,11 @@ export class GeneratedReads {
   /** APY history (`GET /api/partner/products/{slug}/apy-history`): One row per UTC day of the window (`days`, default 30), newest first, ending at the latest finished day: `days=N` gives N rows when N days of history exist. */
   getApyHistory(slug: string, query?: Query<'/api/partner/products/{slug}/apy-history'>, options?: RequestOptions): Promise<Data<'/api/partner/products/{slug}/apy-history'>> {
     return this.read(operationPath('getApyHistory', { slug }), query, options);
+  }
+
+  /** Fee schedule (`GET /api/partner/products/{slug}/fee-schedule`): The fees in force and a fee change waiting for its notice period, read from the chain: show your users a change before it applies. */
+  getFeeSchedule(slug: string, options?: RequestOptions): Promise<Data<'/api/partner/products/{slug}/fee-schedule'>> {
+    return this.read(operationPath('getFeeSchedule', { slug }), undefined, options);
   }
 
   /** Fee-split statistics (`GET /api/partner/products/{slug}/fee-stats`): Daily yield, partner fee and service fee, oldest first, for reconciliation. */

@@ -736,7 +736,7 @@ export async function runRehearsal(
       const pending = await txs.pending(chainId);
       if (pending.length > 0) throw new Error(`${pending.length} transaction(s) still pending`);
       const waited =
-        pause.attempts > 1 ? `, itself replaced while it waited (attempt ${pause.attempts})` : '';
+        pause.attempts > 1 ? `, itself replaced while it waited: attempt ${pause.attempts}` : '';
       return `pause (nonce ${pause.nonce}, sent while it was stuck${waited}) mined in block ${pause.blockNumber}, then resume (nonce ${resume.nonce}) in block ${resume.blockNumber}; none pending`;
     });
   } catch (err) {

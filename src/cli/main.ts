@@ -29,7 +29,7 @@ const COMMAND_GROUPS: Record<string, (program: Command, ctx: CommandContext) => 
     (await import('./embed-command.ts')).registerEmbedCommand(program, ctx),
   tx: async (program, ctx) => (await import('./tx-command.ts')).registerTxCommand(program, ctx),
   rehearse: async (program, ctx) =>
-    (await import('./rehearse-command.ts')).registerRehearseCommand(program, ctx),
+    (await import('./rehearse-command.ts')).registerRehearseCommand(program, ctx, runCli),
 };
 
 /** The service in the foreground: this process's signals and exit code are its own. */

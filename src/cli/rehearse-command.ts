@@ -7,7 +7,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { LOCAL_CHAIN_IDS } from '../chain/chains.ts';
 import { integerInRange } from './arguments.ts';
-import { DEFAULT_REHEARSAL, runRehearsal } from './rehearsal/run.ts';
+import { DEFAULT_REHEARSAL, type RehearsalOptions, runRehearsal } from './rehearsal/run.ts';
 import { type CommandContext, CommandError } from './shared.ts';
 
 /** A public chain's id: on a development id (31337, 1337) the public chains' rules do not apply. */
@@ -21,7 +21,11 @@ function publicChainId(raw: string): number {
   return id;
 }
 
-export function registerRehearseCommand(program: Command, ctx: CommandContext): void {
+export function registerRehearseCommand(
+  program: Command,
+  ctx: CommandContext,
+  runCli: RehearsalOptions['runCli'],
+): void {
   program
     .command('rehearse')
     .description(
@@ -60,6 +64,7 @@ export function registerRehearseCommand(program: Command, ctx: CommandContext): 
               stepTimeoutMs: opts.stepTimeout * 1000,
               showLog: opts.showLog,
               signal: controller.signal,
+              runCli,
             },
             ctx.io.stdout,
           );

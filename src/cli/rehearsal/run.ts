@@ -55,6 +55,7 @@ import { type ChainTx, createChainTransactionsRepo } from '../../db/chain-transa
 import { createProductsRepo } from '../../db/products.ts';
 import { createLogger } from '../../logger.ts';
 import type { RunningService } from '../../main.ts';
+import type { CliIo } from '../shared.ts';
 import { type BlockProducer, startBlockProducer } from './blocks.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './receiver.ts';
 
@@ -69,9 +70,14 @@ export interface RehearsalOptions {
   showLog?: boolean;
   /** Aborted on Ctrl-C: the step in progress stops and everything is cleaned up. */
   signal?: AbortSignal;
+  /**
+   * The CLI's own runner (src/cli/main.ts runCli), for the operator's commands: passed in by the
+   * command rather than imported, so this module and the CLI's entry do not import each other.
+   */
+  runCli: (args: readonly string[], io: CliIo) => Promise<number>;
 }
 
-export const DEFAULT_REHEARSAL: Omit<RehearsalOptions, 'signal' | 'showLog'> = {
+export const DEFAULT_REHEARSAL: Omit<RehearsalOptions, 'signal' | 'showLog' | 'runCli'> = {
   chainId: 8453,
   blockMs: 500,
   stepTimeoutMs: 60_000,
@@ -399,7 +405,7 @@ export async function runRehearsal(
 
     /** An operator command, run as the bin runs it, on the service's database. */
     async function cli(args: string[]): Promise<string> {
-      const { runCli } = await import('../main.ts');
+      const { runCli } = options;
       let stdout = '';
       let stderr = '';
       const code = await runCli(args, {

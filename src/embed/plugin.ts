@@ -40,6 +40,7 @@ import {
   rateLimitStore,
 } from '../http/fixed-window.ts';
 import type { ReadCache } from '../http/read-cache.ts';
+import { createTtlCache, type TtlCache } from '../http/ttl-cache.ts';
 import { isId } from '../ids.ts';
 import type { Redis } from '../redis.ts';
 import { dataError } from '../webhooks/inbound-schemas.ts';
@@ -96,21 +97,8 @@ export interface EmbedPluginOptions {
 }
 
 type PluginState = EmbedPluginOptions & {
-  feeChanges: ReturnType<typeof ttlCache<ScheduledFeeChange | null>>;
+  feeChanges: TtlCache<ScheduledFeeChange | null>;
 };
-
-function ttlCache<T>(ttlMs: number) {
-  const entries = new Map<string, { at: number; value: Promise<T> }>();
-  return {
-    get(key: string, load: () => Promise<T>): Promise<T> {
-      const hit = entries.get(key);
-      if (hit && Date.now() - hit.at < ttlMs) return hit.value;
-      const value = load();
-      entries.set(key, { at: Date.now(), value });
-      return value;
-    },
-  };
-}
 
 /** The partner environment and its deployed product, or not_found for anything else. */
 async function resolve(
@@ -210,7 +198,7 @@ const htmlError = (err: ApiError) =>
 
 export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncTypebox {
   // A scheduled fee change moves rarely: read at most once a minute per engine.
-  const opts = { ...options, feeChanges: ttlCache<ScheduledFeeChange | null>(60_000) };
+  const opts = { ...options, feeChanges: createTtlCache<ScheduledFeeChange | null>(60_000) };
   return async (app) => {
     // Per client address, through @fastify/rate-limit over the kit's counter store (which keeps
     // counting in memory while Redis is away; src/http/fixed-window.ts). Assets are not counted.

@@ -17,6 +17,7 @@ import { readUpstreamStatus } from '../chain/read-upstream-status.ts';
 import type { Product } from '../db/products.ts';
 import { chainReadDuration, chainReadFailures } from '../telemetry/metrics.ts';
 import { ApiError } from './errors.ts';
+import { createTtlCache } from './ttl-cache.ts';
 
 export interface ChainReaderOptions {
   clients: ReadonlyMap<number, ChainClient>;
@@ -50,24 +51,6 @@ export interface HealthReading {
   lastBlock: bigint;
 }
 
-class TtlCache<T> {
-  private readonly entries = new Map<string, { at: number; value: Promise<T> }>();
-  constructor(private readonly ttlMs: number) {}
-  get(key: string, load: () => Promise<T>): Promise<T> {
-    const now = Date.now();
-    const hit = this.entries.get(key);
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
-    if (this.entries.size > 50_000) this.entries.clear(); // bound memory under a flood of wallets
-    const value = load();
-    this.entries.set(key, { at: now, value });
-    // A failure is not cached: the next request tries the chain again.
-    value.catch(() => {
-      if (this.entries.get(key)?.value === value) this.entries.delete(key);
-    });
-    return value;
-  }
-}
-
 /**
  * Left of the bound for what follows a failed read: the error envelope, its access-log line and the
  * write to the socket (well under a millisecond on an idle machine; this covers a loaded one).
@@ -98,9 +81,9 @@ export function createChainReader(options: ChainReaderOptions) {
    * arrived later (or spent longer on its own lookups) still answers in time.
    */
   const budget = (elapsedMs: number) => Math.max(0, timeoutMs - REPLY_HEADROOM_MS - elapsedMs);
-  const positions = new TtlCache<PositionReading>(options.cacheMs ?? 5000);
-  const healths = new TtlCache<HealthReading>(options.cacheMs ?? 5000);
-  const heads = new TtlCache<bigint>(options.headMs ?? 1000);
+  const positions = createTtlCache<PositionReading>(options.cacheMs ?? 5000);
+  const healths = createTtlCache<HealthReading>(options.cacheMs ?? 5000);
+  const heads = createTtlCache<bigint>(options.headMs ?? 1000);
 
   const clientFor = (product: Product): ChainClient => {
     const client = options.clients.get(product.chainId);

@@ -8,6 +8,7 @@
  * before another request's increment.
  */
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import { LRUCache } from 'lru-cache';
 import type { Redis } from '../redis.ts';
 
 export interface FixedWindowCounter {
@@ -15,28 +16,19 @@ export interface FixedWindowCounter {
   hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
 }
 
-/** Windows kept in memory at most; past it the oldest are dropped (a spray of addresses must not grow the map without bound). */
+/** Windows kept in memory at most (a spray of addresses must not grow memory without bound). */
 const MAX_MEMORY_WINDOWS = 50_000;
 
 export function createMemoryCounter(now: () => number = Date.now): FixedWindowCounter {
-  const windows = new Map<string, { count: number; resetAt: number }>();
-  const current = (key: string) => {
-    const w = windows.get(key);
-    if (w && w.resetAt > now()) return w;
-    if (w) windows.delete(key);
-    return undefined;
-  };
+  // Past MAX_MEMORY_WINDOWS the least recently hit windows are dropped (lru-cache); a window's end
+  // is checked here, against the counter's own clock.
+  const windows = new LRUCache<string, { count: number; resetAt: number }>({
+    max: MAX_MEMORY_WINDOWS,
+  });
   return {
     async hit(key, windowMs) {
-      let w = current(key);
-      if (!w) {
-        if (windows.size >= MAX_MEMORY_WINDOWS) {
-          for (const k of [...windows.keys()]) current(k); // drop the expired ones first
-          for (const k of windows.keys()) {
-            if (windows.size < MAX_MEMORY_WINDOWS) break;
-            windows.delete(k); // insertion order: the oldest window first
-          }
-        }
+      let w = windows.get(key);
+      if (!w || w.resetAt <= now()) {
         w = { count: 0, resetAt: now() + windowMs };
         windows.set(key, w);
       }

@@ -7,7 +7,8 @@
  *   takes the same lease before it starts deployments). The next nonce is past the node's pending
  *   count, every pending row and every in-flight deployment, so a restart (of this process or of
  *   the node, whose pool forgets) never hands a nonce out twice.
- * - A transaction still unmined `replaceAfterBlocks` blocks after it was sent is replaced at the
+ * - A transaction still unmined `replaceAfterBlocks` blocks after it was sent (or, when it waited
+ *   behind an earlier nonce, after it became next in line) is replaced at the
  *   same nonce with bumped fees (fees.ts), up to the cap; each replacement is logged and counted.
  *   Every attempt's hash is kept: whichever is mined settles the row.
  * - A transaction that reverts, or whose nonce another transaction took (dropped), is settled with
@@ -292,6 +293,14 @@ export function createTxSender(options: TxSenderOptions) {
   }
 
   /**
+   * Transactions seen waiting behind an earlier nonce, and the block at which such a transaction
+   * was first seen next in line. In memory: after a restart a transaction's wait counts from its
+   * send again, which at worst replaces it once sooner than needed.
+   */
+  const queued = new Set<string>();
+  const nextInLineSince = new Map<string, bigint>();
+
+  /**
    * One step for a pending transaction: settle it when an attempt is mined; rebroadcast it when the
    * node forgot it; mark it dropped when its nonce was taken by another transaction; replace it when
    * it waited `replaceAfterBlocks` blocks. Answers the row as it is afterwards.
@@ -302,8 +311,14 @@ export function createTxSender(options: TxSenderOptions) {
     if (tx.status !== 'pending') return tx;
     // The nonce count first: an attempt mined between the two reads is found by the receipt check.
     const used = await client.getTransactionCount({ address: account.address, blockTag: 'latest' });
-    if (await settleFromReceipt(tx)) return (await txs.get(id))!;
+    if (await settleFromReceipt(tx)) {
+      queued.delete(id);
+      nextInLineSince.delete(id);
+      return (await txs.get(id))!;
+    }
     if (used > tx.nonce) {
+      queued.delete(id);
+      nextInLineSince.delete(id);
       const error =
         `${tx.purpose}: dropped, another transaction took nonce ${tx.nonce} (sent outside the ` +
         'service, or by a process that did not hold the nonce lease); check on chain whether the ' +
@@ -313,8 +328,19 @@ export function createTxSender(options: TxSenderOptions) {
       return (await txs.get(id))!;
     }
     const head = await client.getBlockNumber({ cacheTime: 0 });
-    if (head - tx.sentBlock >= BigInt(policy.replaceAfterBlocks)) {
+    // Queued behind an earlier nonce: it cannot be mined before that one whatever it pays, so a
+    // higher fee would be spent for nothing. Its wait counts from when it is next in line.
+    if (tx.nonce > used) {
+      queued.add(tx.id);
+      if (!(await nodeKnows(tx.txHash))) await broadcast(tx, tx.rawTx);
+      return tx;
+    }
+    if (queued.delete(tx.id)) nextInLineSince.set(tx.id, head);
+    const waitingSince = nextInLineSince.get(tx.id) ?? tx.sentBlock;
+    const since = waitingSince > tx.sentBlock ? waitingSince : tx.sentBlock;
+    if (head - since >= BigInt(policy.replaceAfterBlocks)) {
       tx = await replace(tx, head);
+      nextInLineSince.delete(tx.id);
     } else if (!(await nodeKnows(tx.txHash))) {
       await broadcast(tx, tx.rawTx);
     }

@@ -117,6 +117,30 @@ describe('a stuck transaction', () => {
     });
   });
 
+  it('a later one waiting behind it is not replaced; its own wait starts once it is next in line', async () => {
+    const sender = senderFor(settings('500', 3));
+    const a = await sender.send(transfer(0, 'stuck first'));
+    const high = a.maxFeePerGas * 10n;
+    await mineAtBaseFee(high);
+    const b = await sender.send(transfer(1, 'queued second'));
+    expect(b.maxFeePerGas).toBeGreaterThan(high);
+    // b waits replaceAfterBlocks blocks, all of them behind a: paying more could not help it.
+    for (let i = 0; i < 3; i++) await mineAtBaseFee(high);
+    expect(await sender.advance(b.id)).toMatchObject({ status: 'pending', attempts: 1 });
+    const replaced = await sender.advance(a.id);
+    expect(replaced.attempts).toBe(2);
+    await mineAtBaseFee(high);
+    expect(await sender.advance(a.id)).toMatchObject({ status: 'mined' });
+    // Mined with a in the same block, or next in line now and priced for the base fee: either way
+    // its first attempt is the one mined.
+    await mineAtBaseFee(high);
+    expect(await sender.advance(b.id)).toMatchObject({
+      status: 'mined',
+      attempts: 1,
+      minedTxHash: b.txHash,
+    });
+  });
+
   it('is not replaced past the per-chain fee cap: logged as stuck at the cap, mined once fees fall', async () => {
     const base = (await fx.client.getBlock()).baseFeePerGas!;
     // A cap under the node's suggestion (1.2 x base fee + tip): the first send already pays it.

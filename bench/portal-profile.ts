@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildApp } from '../src/server/app.ts';
 import { createDatabase, type Database } from '../src/db/client.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
@@ -18,6 +17,7 @@ import { createWebhookDestinationsRepo } from '../src/db/webhook-destinations.ts
 import { createLogger } from '../src/logger.ts';
 import { createOutboxMailer } from '../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../src/portal/sign-in-links.ts';
+import { buildApp } from '../src/server/app.ts';
 import { createSecretBox } from '../src/webhooks/secret-box.ts';
 import { seedProducts } from '../test/portal/products-fixture.ts';
 

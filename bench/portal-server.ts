@@ -11,7 +11,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildApp } from '../src/server/app.ts';
 import { createApiKeysRepo, rollApiKey } from '../src/db/api-keys.ts';
 import { createDatabase } from '../src/db/client.ts';
 import { createEventsRepo } from '../src/db/events.ts';
@@ -22,6 +21,7 @@ import { createWebhookDestinationsRepo } from '../src/db/webhook-destinations.ts
 import { createLogger } from '../src/logger.ts';
 import { createOutboxMailer } from '../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../src/portal/sign-in-links.ts';
+import { buildApp } from '../src/server/app.ts';
 import { createSecretBox } from '../src/webhooks/secret-box.ts';
 import { seedProducts } from '../test/portal/products-fixture.ts';
 

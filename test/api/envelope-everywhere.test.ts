@@ -7,8 +7,6 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKeysRepo } from '../../src/db/api-keys.ts';
-import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type ProductStatus } from '../../src/db/products.ts';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.ts';
 import { buildApp } from '../../src/server/app.ts';

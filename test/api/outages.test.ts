@@ -43,8 +43,7 @@ describe.runIf(postgresAdminUrl())('PostgreSQL refused', () => {
 
   beforeAll(async () => {
     t = await freshDatabase('postgres');
-    const { partner, key: created } = await partnerWithKey(t.db, 'Acme Wallet');
-    key = created;
+    key = (await partnerWithKey(t.db, 'Acme Wallet')).key;
     const url = new URL(t.location);
     proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(url.port || 5432) });
     url.hostname = '127.0.0.1';

@@ -8,7 +8,7 @@
  * docs/embed/ (how the committed ones were made). Figures printed: the bundle size and the first
  * render (iframe navigation to the app's first render) on a warm server.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';

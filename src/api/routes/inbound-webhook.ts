@@ -151,7 +151,7 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
           ],
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const caller = partnerOf(request);
         const raw: unknown = request.body;
         // Only a request with neither body nor Content-Type gets here without a buffer.

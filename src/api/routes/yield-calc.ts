@@ -59,7 +59,7 @@ export function yieldCalcRoute(deps: {
           errorCodes: ['invalid_amount', 'service_unavailable'],
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const raw = request.query.amount;
         // Shape first (before the slug): a plain positive decimal within 2^256. The decimals limit
         // needs the product, so it is checked once the product is known.

@@ -46,6 +46,15 @@ export interface ChainClientOptions {
   multicall3?: ChainContract;
 }
 
+/**
+ * JSON-RPC calls sent in one HTTP batch at most. Providers cap a batch by its length (100 to 1,000
+ * calls) and by its body (anvil refuses a body over 2 MB as a whole, with one `Invalid request`
+ * for every call in it): a day's flows of 200 blocks, one aggregate3 per block beside 400 headers,
+ * made a 2.2 MB batch that the demo's metrics job could never send. 50 calls stay far under both
+ * caps, and reads made together still travel in a few requests.
+ */
+const JSON_RPC_BATCH_SIZE = 50;
+
 /** Calldata bytes gathered into one aggregate3 call at most (a few hundred product reads). */
 const MULTICALL_BATCH_BYTES = 32_768;
 
@@ -70,7 +79,7 @@ function transportOf(endpoint: ChainEndpoint, options: ChainClientOptions, batch
   const transports = endpoint.rpcUrls.map((url) =>
     retryWhileBehind(
       http(url, {
-        batch,
+        batch: batch ? { batchSize: JSON_RPC_BATCH_SIZE, wait: 0 } : false,
         retryCount: options.retryCount ?? 1,
         timeout: options.timeoutMs ?? 10_000,
       }),

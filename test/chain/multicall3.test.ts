@@ -69,4 +69,26 @@ describe('Multicall3', () => {
     expect(old).toBe(0n);
     expect(proxy.calls.get('eth_call')).toBe(1);
   });
+
+  it('splits many concurrent calls into HTTP batches a provider accepts', async () => {
+    // A provider that refuses a batch of more than 100 calls as a whole (anvil does so past 2 MB):
+    // 601 distinct calls made together, as a day's flows are (headers, per-block reads, logs), all answer.
+    proxy.set({ maxBatch: 100 });
+    try {
+      const client = createChainClient({ chainId: fx.anvil.chainId, rpcUrls: [proxy.url] });
+      proxy.resetCounts();
+      const refusedBefore = proxy.stats.batchRefusals;
+      const balances = await Promise.all(
+        Array.from({ length: 601 }, (_, i) =>
+          client.getBalance({ address: `0x${(i + 1).toString(16).padStart(40, '0')}` }),
+        ),
+      );
+      expect(balances).toHaveLength(601);
+      expect(balances.every((v) => typeof v === 'bigint')).toBe(true);
+      expect(proxy.calls.get('eth_getBalance')).toBe(601);
+      expect(proxy.stats.batchRefusals).toBe(refusedBefore);
+    } finally {
+      proxy.set({ maxBatch: null });
+    }
+  });
 });

@@ -32,6 +32,11 @@ export interface ProviderBehaviour {
   serverErrorShare: number;
   /** Added to every answer, in ms. */
   latencyMs: number;
+  /**
+   * HTTP batches longer than this are refused as a whole, one `Invalid request` with a null id, as
+   * anvil refuses a body over its size limit and providers a batch over their length cap (null: none).
+   */
+  maxBatch: number | null;
 }
 
 const DEFAULTS: ProviderBehaviour = {
@@ -44,6 +49,7 @@ const DEFAULTS: ProviderBehaviour = {
   rateLimitShare: 0,
   serverErrorShare: 0,
   latencyMs: 0,
+  maxBatch: null,
 };
 
 export interface ProviderProxy {
@@ -61,6 +67,7 @@ export interface ProviderProxy {
     resultRefusals: number;
     rateLimited: number;
     serverErrors: number;
+    batchRefusals: number;
   };
   close(): Promise<void>;
 }
@@ -108,6 +115,7 @@ export async function startProviderProxy(
     resultRefusals: 0,
     rateLimited: 0,
     serverErrors: 0,
+    batchRefusals: 0,
   };
   const sockets = new Set<Socket>();
 
@@ -249,6 +257,17 @@ export async function startProviderProxy(
     const list = Array.isArray(parsed) ? parsed : [parsed];
     for (const c of list) calls.set(c.method, (calls.get(c.method) ?? 0) + 1);
     if (b.latencyMs > 0) await new Promise((r) => setTimeout(r, b.latencyMs));
+    if (b.maxBatch !== null && list.length > b.maxBatch) {
+      stats.batchRefusals++;
+      return {
+        status: 200,
+        text: JSON.stringify({
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32600, message: 'Invalid request' },
+        }),
+      };
+    }
     const roll = random();
     if (roll < b.rateLimitShare) {
       stats.rateLimited++;

@@ -3,8 +3,8 @@
  * the user's own wallet (in the frame, or the host page's through the bridge).
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { type Address, formatUnits, getAddress, type Hex, numberToHex } from 'viem';
-import { engineAbi, erc20Abi } from '../../packages/sdk/src/generated/engine-abi.ts';
+import { type Address, erc20Abi, formatUnits, getAddress, type Hex, numberToHex } from 'viem';
+import { engineAbi } from '../../packages/sdk/src/generated/engine-abi.ts';
 import { bridgeProvider } from './bridge.ts';
 import { type ChainAccess, chainAccess } from './chain.ts';
 import type { EmbedPageConfig, EmbedProductView } from './config.ts';

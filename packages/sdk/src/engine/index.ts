@@ -11,6 +11,7 @@ import {
   type BlockTag,
   type Chain,
   encodeFunctionData,
+  erc20Abi,
   getAddress,
   type Hash,
   type Hex,
@@ -22,10 +23,11 @@ import {
   type WalletClient,
 } from 'viem';
 import { PartnerYieldError } from '../errors.ts';
-import { engineAbi, erc20Abi } from '../generated/engine-abi.ts';
+import { engineAbi } from '../generated/engine-abi.ts';
 import type { Product } from '../types.ts';
 
-export { engineAbi, erc20Abi } from '../generated/engine-abi.ts';
+export { erc20Abi } from 'viem';
+export { engineAbi } from '../generated/engine-abi.ts';
 
 /** The product fields the helpers read (a Product from the client fits). */
 export type EngineProduct = Pick<

@@ -90,7 +90,10 @@ describe.skipIf(!postgresAdminUrl())('a worker whose PostgreSQL connections drop
           );
           if (busy && done[0]?.ok) hits.push(`${r.state}: ${r.query.replace(/\s+/g, ' ')}`);
         }
-        expect(spawned.child.exitCode, `exited after ${hits.length} drops`).toBeNull();
+        expect(
+          spawned.child.exitCode,
+          `exited after ${hits.length} drops; stderr: ${spawned.stderr()}; stdout tail: ${spawned.stdout().slice(-3000)}`,
+        ).toBeNull();
       }
     } finally {
       await admin.end();

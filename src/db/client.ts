@@ -143,6 +143,13 @@ async function createPostgres(options: {
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Nor a client in use: pg-pool's own query path listens for its client's 'error' once, and a
+  // terminated backend can emit two (the FATAL message, then the socket's end), the second with no
+  // listener, which ended the worker (test/db/worker-connection-drops.test.ts, under load). Every
+  // client keeps this no-op listener for its whole life; a failed query still rejects on its own.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const poolMax = options.poolMax ?? 10;
   const untrackPool = trackPool(() => ({
     total: pool.totalCount,

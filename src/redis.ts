@@ -44,20 +44,36 @@ export function createRedis(
 
 /**
  * The connection's errors, once per outage: a warn when it is lost (the first error), an info when
- * it is ready again. Without a listener ioredis writes every reconnection failure to stderr as
+ * it is ready again; a connection that falls again within RELAPSE_MS of coming back is the same
+ * outage (said once, seen under load in test/api/outages.test.ts). Without a listener ioredis writes every reconnection failure to stderr as
  * "Unhandled error event", several a second during an outage; the requests it fails say the rest
  * (src/http/outage.ts).
  */
 function reportConnection(client: Redis, logger: Logger | undefined): void {
   let lostAt: number | undefined;
+  /** When the connection was last back after an outage. */
+  let backAt: number | undefined;
+  /** The connection fell again within RELAPSE_MS of coming back: the same outage, said once. */
+  let relapsed = false;
   client.on('error', (err: Error) => {
     if (lostAt !== undefined) return;
     lostAt = Date.now();
+    // A connection that falls again right after it came back (a command that waited through a
+    // busy moment, a socket left from the outage) is the outage going on, not a new one.
+    if (backAt !== undefined && lostAt - backAt < RELAPSE_MS) {
+      relapsed = true;
+      return;
+    }
     logger?.warn({ err }, 'redis connection lost; reconnecting');
   });
   client.on('ready', () => {
     if (lostAt === undefined) return;
-    logger?.info({ downMs: Date.now() - lostAt }, 'redis connection ready again');
+    if (!relapsed) logger?.info({ downMs: Date.now() - lostAt }, 'redis connection ready again');
     lostAt = undefined;
+    relapsed = false;
+    backAt = Date.now();
   });
 }
+
+/** A loss this soon after the connection came back is counted with the outage before it. */
+const RELAPSE_MS = 5 * REDIS_DEADLINE_MS;

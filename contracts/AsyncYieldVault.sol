@@ -86,7 +86,7 @@ contract AsyncYieldVault is YieldVault {
 
     // ---------------------------------------------------------------- requests
 
-    function requestRedeem(uint256 shares, address controller, address owner_) external returns (uint256 requestId) {
+    function requestRedeem(uint256 shares, address controller, address owner_) public virtual returns (uint256 requestId) {
         if (shares == 0) revert ZeroShares();
         if (msg.sender != owner_ && !isOperator[owner_][msg.sender]) _spendAllowance(owner_, msg.sender, shares);
         _transfer(owner_, address(this), shares);
@@ -141,7 +141,7 @@ contract AsyncYieldVault is YieldVault {
         revert AsyncPreview();
     }
 
-    function redeem(uint256 shares, address receiver, address controller) public override returns (uint256 assets) {
+    function redeem(uint256 shares, address receiver, address controller) public virtual override returns (uint256 assets) {
         _checkController(controller);
         accrue();
         uint256 max = maxRedeem(controller);

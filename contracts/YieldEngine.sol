@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-pragma solidity ^0.8.24;
+pragma solidity ^0.8.28;
 
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
@@ -74,6 +74,12 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     /// @dev Request-id schemes of the underlying, learnt from its first request.
     uint8 private constant SCHEME_OWN_IDS = 1;
     uint8 private constant SCHEME_POOLED = 2;
+    /// @notice Holder of the seed shares: no key controls it, so they never leave.
+    address public constant SEED_SHARES_HOLDER = 0x000000000000000000000000000000000000dEaD;
+    /// @notice Assets of the first deposit (or mint) locked in seed shares, so the engine is never
+    /// near-empty again: inflating a share's worth by donations then costs the donor about 10**6
+    /// times that worth per base unit a depositor could lose to rounding (docs/engine.md).
+    uint256 public constant SEED_ASSETS = 10_000;
 
     IERC4626 private immutable _underlying;
     bool public immutable isAsync;
@@ -124,6 +130,15 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     /// settles and is claimed on its own), 2 one pooled id (ERC-7540 reference pattern: every request
     /// of the engine under id 0, fulfilled by amount, possibly in parts at different prices).
     uint8 public requestIdScheme;
+    /// @notice Whether the seed shares were minted (by the first deposit or mint).
+    bool public seeded;
+
+    /// @dev While the engine is inside an external call that moves its balances (the underlying's
+    /// deposit, withdraw, requestRedeem or redeem, and asset transfers), `activeAssets()` and
+    /// `totalAssets()` answer the state the call leaves behind, computed before it, so a price view
+    /// read from within that call (read-only reentrancy) is never skewed. Stored + 1; 0 is none.
+    uint256 private transient _frozenActiveAssets;
+    uint256 private transient _frozenTotalAssets;
 
     /// @dev Pooled scheme. Requests form one queue in underlying shares: request i covers
     /// [start_i, start_i + underlyingShares_i) of the cumulative amount requested, and the
@@ -197,6 +212,8 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     error ClaimShortfall(uint256 requestId, uint256 owed, uint256 received);
     error WrongAsset(address expected, address actual);
     error RenounceDisabled();
+    /// @notice The first deposit must exceed the seed (SEED_ASSETS) locked in seed shares.
+    error FirstDepositTooSmall(uint256 assets, uint256 minimum);
 
     constructor(
         IERC20 asset_,
@@ -252,6 +269,8 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
 
     /// @notice Idle asset + value of the held underlying shares: the pool the share price is of.
     function activeAssets() public view returns (uint256) {
+        uint256 frozen = _frozenActiveAssets;
+        if (frozen != 0) return frozen - 1;
         return idleAssets() + _underlying.convertToAssets(heldUnderlyingShares());
     }
 
@@ -263,7 +282,20 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     /// @notice Active pool + what open redeem requests hold: the value of their underlying shares
     /// not yet redeemed and the asset reserved for them.
     function totalAssets() public view override returns (uint256) {
+        uint256 frozen = _frozenTotalAssets;
+        if (frozen != 0) return frozen - 1;
         return activeAssets() + _underlying.convertToAssets(pendingUnderlyingShares) + reservedAssets;
+    }
+
+    /// @dev Holds the price views at `active` / `total` until `_thaw()` (see `_frozenActiveAssets`).
+    function _freeze(uint256 active, uint256 total) private {
+        _frozenActiveAssets = active + 1;
+        _frozenTotalAssets = total + 1;
+    }
+
+    function _thaw() private {
+        _frozenActiveAssets = 0;
+        _frozenTotalAssets = 0;
     }
 
     /// @notice Assets the engine can pay out at once: idle + what the underlying lets it withdraw
@@ -538,6 +570,11 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
 
     function maxMint(address receiver) public view override returns (uint256) {
         uint256 maxAssets = maxDeposit(receiver);
+        if (!seeded) {
+            // The first mint also pays the seed.
+            if (maxAssets <= SEED_ASSETS) return 0;
+            if (maxAssets != type(uint256).max) maxAssets -= SEED_ASSETS;
+        }
         if (maxAssets == type(uint256).max) return type(uint256).max;
         // Saturate rather than overflow (ERC-4626: max* never revert): the shares of maxAssets can
         // exceed 2^256 - 1 when an underlying accepts nearly 2^256 assets and a share is worth
@@ -573,7 +610,21 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         if (owner_ == partnerFeeRecipient) shares += feeShares - serviceShares;
     }
 
+    /// @notice Until the engine is seeded, the first `SEED_ASSETS` of a deposit buy the seed shares.
+    function previewDeposit(uint256 assets) public view override returns (uint256) {
+        if (seeded) return _convertToShares(assets, Math.Rounding.Floor);
+        if (assets <= SEED_ASSETS) return 0;
+        return _convertToShares(assets - SEED_ASSETS, Math.Rounding.Floor);
+    }
+
+    /// @notice Until the engine is seeded, a mint also pays `SEED_ASSETS` for the seed shares.
+    function previewMint(uint256 shares) public view override returns (uint256) {
+        uint256 assets = _convertToAssets(shares, Math.Rounding.Ceil);
+        return seeded ? assets : assets + SEED_ASSETS;
+    }
+
     function deposit(uint256 assets, address receiver) public override nonReentrant returns (uint256) {
+        if (!seeded && assets <= SEED_ASSETS) revert FirstDepositTooSmall(assets, SEED_ASSETS + 1);
         _accrueFees();
         return super.deposit(assets, receiver);
     }
@@ -601,15 +652,27 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     /// @dev Asset policy: the engine credits shares for exactly `assets`, so it refuses an asset
     /// that delivers less than is sent (fee-on-transfer): the shortfall would otherwise come out of
     /// the other holders' assets. The balance is compared before and after the transfer.
+    /// The first deposit or mint also mints the seed shares (worth `SEED_ASSETS`, priced with the
+    /// depositor's shares before the transfer) to `SEED_SHARES_HOLDER`.
     function _deposit(address caller, address receiver, uint256 assets, uint256 shares) internal override {
+        uint256 seedShares;
+        if (!seeded) {
+            seeded = true;
+            seedShares = _convertToShares(SEED_ASSETS, Math.Rounding.Floor);
+        }
         IERC20 token = IERC20(asset());
         uint256 before = token.balanceOf(address(this));
+        _freeze(activeAssets(), totalAssets());
         token.safeTransferFrom(caller, address(this), assets);
+        _thaw();
         uint256 received = token.balanceOf(address(this)) - before;
         if (received != assets) revert AssetTransferShortfall(assets, received);
+        if (seedShares > 0) _mint(SEED_SHARES_HOLDER, seedShares);
         _mint(receiver, shares);
         emit Deposit(caller, receiver, assets, shares);
+        _freeze(activeAssets(), totalAssets());
         _underlying.deposit(assets, address(this));
+        _thaw();
     }
 
     function _withdraw(address caller, address receiver, address owner_, uint256 assets, uint256 shares)
@@ -618,9 +681,17 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
     {
         // Within maxWithdraw: an asynchronous underlying is never asked (its claimable assets
         // belong to open requests), a synchronous one only within its own maxWithdraw.
+        uint256 active = activeAssets();
+        uint256 total = totalAssets();
         uint256 idle = idleAssets();
-        if (idle < assets) _underlying.withdraw(assets - idle, address(this), address(this));
+        if (idle < assets) {
+            _freeze(active, total);
+            _underlying.withdraw(assets - idle, address(this), address(this));
+        }
+        // The shares burn before the asset leaves: the views answer as after the transfer.
+        _freeze(active - assets, total - assets);
         super._withdraw(caller, receiver, owner_, assets, shares);
+        _thaw();
     }
 
     // ---------------------------------------------------------------- asynchronous redeem
@@ -665,8 +736,12 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         if (uShares > 0) {
             uint8 scheme = requestIdScheme;
             if (scheme != SCHEME_OWN_IDS) queuedUnderlyingShares += uShares;
+            // Held shares still count the requested ones until the underlying takes them.
+            uint256 active = idleAssets() + _underlying.convertToAssets(heldUnderlyingShares() - uShares);
+            _freeze(active, active + _underlying.convertToAssets(pendingUnderlyingShares) + reservedAssets);
             uint256 uRequestId =
                 IERC7540Redeem(address(_underlying)).requestRedeem(uShares, address(this), address(this));
+            _thaw();
             if (scheme == 0) {
                 // Learnt once: the reference pattern files every request under id 0.
                 scheme = uRequestId == 0 ? SCHEME_POOLED : SCHEME_OWN_IDS;
@@ -692,10 +767,12 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         uint256 uShares = Math.min(_underlying.maxRedeem(address(this)), pendingUnderlyingShares);
         if (uShares == 0) return;
         uint256 cumShares = settledUnderlyingShares + uShares;
+        _freeze(activeAssets(), totalAssets());
         settledUnderlyingShares = cumShares;
         pendingUnderlyingShares -= uShares;
         uint256 before = IERC20(asset()).balanceOf(address(this));
         uint256 owed = _underlying.redeem(uShares, address(this), address(this));
+        _thaw();
         uint256 received = IERC20(asset()).balanceOf(address(this)) - before;
         if (received < owed) revert ClaimShortfall(0, owed, received);
         reservedAssets += received;
@@ -741,9 +818,11 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
             poolPrice = _poolPrice();
             if (uShares > 0) {
                 // Own ids: the request's own underlying shares, redeemed now.
+                _freeze(activeAssets(), totalAssets());
                 pendingUnderlyingShares -= uShares;
                 uint256 before = IERC20(asset()).balanceOf(address(this));
                 uint256 owed = _underlying.redeem(uShares, address(this), address(this));
+                _thaw();
                 uint256 received = IERC20(asset()).balanceOf(address(this)) - before;
                 if (received < owed) revert ClaimShortfall(requestId, owed, received);
                 reservedAssets += received;
@@ -759,7 +838,10 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         reservedAssets -= gross;
         if (fee > 0) emit RequestFeeCharged(requestId, gross, fee);
         if (feeShares > 0) _mintFee(feeShares, fee);
+        // The paid assets are no longer reserved but still held: the views answer as after the transfer.
+        _freeze(activeAssets() - assets, totalAssets() - assets);
         IERC20(asset()).safeTransfer(receiver, assets);
+        _thaw();
         emit Withdraw(msg.sender, receiver, msg.sender, assets, shares);
         emit RedeemClaimed(msg.sender, receiver, requestId, assets, shares);
     }

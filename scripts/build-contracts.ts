@@ -27,7 +27,14 @@ export const CONTRACTS = [
   'PooledAsyncVault',
   'FeeOnTransferUSD',
   'HugeDepositVault',
+  'ProbingAsyncVault',
+  'RebasingUSD',
+  // Never deployed: its runtime code is placed with eth_call state overrides (asset-probe.ts).
+  'AssetProbe',
 ] as const;
+
+/** Contracts whose runtime (deployed) bytecode is written too, for eth_call state overrides. */
+const RUNTIME_CODE: readonly string[] = ['AssetProbe'];
 
 interface SolcModule {
   version(): string;
@@ -41,7 +48,13 @@ interface SolcOutput {
   errors?: { severity: string; formattedMessage: string }[];
   contracts: Record<
     string,
-    Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>
+    Record<
+      string,
+      {
+        abi: unknown[];
+        evm: { bytecode: { object: string }; deployedBytecode?: { object: string } };
+      }
+    >
   >;
 }
 
@@ -75,7 +88,12 @@ export function compile(): Map<string, string> {
       optimizer: { enabled: true, runs: 200 },
       evmVersion: 'cancun',
       metadata: { bytecodeHash: 'none', appendCBOR: false },
-      outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+      outputSelection: {
+        '*': { '*': ['abi', 'evm.bytecode.object'] },
+        ...Object.fromEntries(
+          RUNTIME_CODE.map((n) => [`${n}.sol`, { [n]: ['evm.deployedBytecode.object'] }]),
+        ),
+      },
     },
   };
   const output = JSON.parse(
@@ -98,9 +116,15 @@ export function compile(): Map<string, string> {
       name === 'YieldEngine'
         ? `export { engineAbi as ${id}Abi } from '../../../${ENGINE_ABI_FILE}';\n\n`
         : `export const ${id}Abi = ${JSON.stringify(artifact.abi, null, 2)} as const;\n\n`;
+    const runtime = RUNTIME_CODE.includes(name)
+      ? `export const ${id}RuntimeCode = '0x${artifact.evm.deployedBytecode?.object}' as const;\n`
+      : '';
     files.set(
       `${name}.ts`,
-      header + abi + `export const ${id}Bytecode = '0x${artifact.evm.bytecode.object}' as const;\n`,
+      header +
+        abi +
+        `export const ${id}Bytecode = '0x${artifact.evm.bytecode.object}' as const;\n` +
+        runtime,
     );
   }
   files.set(

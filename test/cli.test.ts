@@ -44,7 +44,14 @@ const productArgs = (over: Record<string, string> = {}) => {
     'partner-recipient': ADDR,
     ...over,
   };
-  return ['product', 'create', ...Object.entries(o).flatMap(([k, v]) => [`--${k}`, v])];
+  // No chain runs for this file: the asset check (simulated transfers on the chain) is tested
+  // against anvil in test/cli-asset-check.test.ts and test/chain/engine-fairness.test.ts.
+  return [
+    'product',
+    'create',
+    ...Object.entries(o).flatMap(([k, v]) => [`--${k}`, v]),
+    '--skip-asset-check',
+  ];
 };
 
 describe('operator CLI', () => {

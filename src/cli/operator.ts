@@ -64,6 +64,21 @@ function operatorChains(config: Config): OperatorContext['chainFor'] & { stop():
   return Object.assign(chainFor, { stop: async () => started?.stop() });
 }
 
+/** Runs `read` with a client of chain `chainId`, reached as operator calls reach it. */
+export async function withOperatorChain<T>(
+  config: Config,
+  chainId: number,
+  read: (client: ChainClient) => Promise<T>,
+): Promise<T> {
+  const chainFor = operatorChains(config);
+  try {
+    const { client } = await chainFor(chainId);
+    return await read(client);
+  } finally {
+    await chainFor.stop();
+  }
+}
+
 /** Runs an engine call of an operator command; its refusals become one-line command errors. */
 export async function runOperatorCall<T>(
   ctx: CommandContext,

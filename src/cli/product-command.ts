@@ -6,6 +6,7 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type Address, getAddress, isAddress } from 'viem';
+import { AssetCheckError, checkAsset } from '../chain/asset-probe.ts';
 import type { ChainSettings } from '../chain/chains.ts';
 import type { Config } from '../config.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
@@ -25,7 +26,7 @@ import {
   resumeProduct,
 } from '../sync/lifecycle/operator-commands.ts';
 import { integerInRange, partnerNamed } from './arguments.ts';
-import { runOperatorCall } from './operator.ts';
+import { runOperatorCall, withOperatorChain } from './operator.ts';
 import { registerProductFeeCommands } from './product-fees-command.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 
@@ -49,6 +50,8 @@ interface CreateOptions {
   engineSymbol?: string;
   usdPrice?: string;
   hold: boolean;
+  /** Create without the asset check (asset-probe.ts); the engine still refuses a short transfer. */
+  skipAssetCheck: boolean;
   json: boolean;
 }
 
@@ -124,6 +127,7 @@ async function createProduct(ctx: CommandContext, opts: CreateOptions): Promise<
       'unknown_chain',
     );
   }
+  if (!opts.skipAssetCheck) await checkProductAsset(config, opts);
   const product = await ctx.withDatabase(config, async (db) => {
     const partner = await partnerNamed(db, opts.partner);
     const products = createProductsRepo(db);
@@ -160,6 +164,29 @@ async function createProduct(ctx: CommandContext, opts: CreateOptions): Promise<
     ctx.print(
       `Created ${product.slug} (${product.id}): pending_deploy${opts.hold ? ', held (run `product release` to deploy)' : '; the worker deploys it'}`,
     );
+  }
+}
+
+/**
+ * Refuses an asset the engine cannot hold fairly (fee-on-transfer, rebasing) or that does not match
+ * the underlying vault or the decimals given, before anything is written (docs/engine.md).
+ */
+async function checkProductAsset(config: Config, opts: CreateOptions): Promise<void> {
+  try {
+    await withOperatorChain(config, opts.chainId, (client) =>
+      checkAsset(client, {
+        asset: opts.asset,
+        underlying: opts.underlying,
+        decimals: opts.assetDecimals,
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof AssetCheckError)) throw err;
+    const hint =
+      err.code === 'asset_not_checked'
+        ? ' (--skip-asset-check creates it anyway; the engine still refuses a deposit that delivers less than it sends)'
+        : '';
+    throw new CommandError(`cannot create ${opts.slug}: ${err.message}${hint}`, err.code);
   }
 }
 
@@ -257,6 +284,11 @@ export function registerProductCommand(program: Command, ctx: CommandContext): v
     )
     .option('--usd-price <price>', 'USD price of one asset unit (default: USD-pegged, 1)', usdPrice)
     .option('--hold', 'keep it pending_deploy until `product release`', false)
+    .option(
+      '--skip-asset-check',
+      'do not simulate transfers of the asset on the chain (for a node without eth_createAccessList or state overrides)',
+      false,
+    )
     .option('--json', 'print the product as JSON', false)
     .action((opts: CreateOptions) => createProduct(ctx, opts));
 

@@ -5,7 +5,9 @@
  *    follows the recorded ones; a deployment `confirmationDepth` blocks deep is activated
  *    (lifecycle/activation.ts: `active`, `product.deployed` and the provisional snapshot at once);
  * 2. the status follower (lifecycle/status-follower.ts) moves deployed products between `active`,
- *    `paused` and `deprecated` as their engine and upstream vault say at the confirmed block.
+ *    `paused` and `deprecated` as their engine and upstream vault say at the confirmed block;
+ * 3. the signer watch follows the operator's transactions, and the request keeper
+ *    (lifecycle/request-keeper.ts) settles what pooled-id underlyings fulfilled.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -22,6 +24,7 @@ import { createLease, createLeasedJob } from '../worker/lease.ts';
 import type { Job } from '../worker/runner.ts';
 import { createActivation } from './lifecycle/activation.ts';
 import { createDeployer } from './lifecycle/deployer.ts';
+import { createRequestKeeper } from './lifecycle/request-keeper.ts';
 import { createStatusFollower } from './lifecycle/status-follower.ts';
 import { createSignerWatch } from './signer-watch.ts';
 
@@ -43,6 +46,8 @@ export interface LifecycleTickResult {
   deployed: string[];
   /** Slugs whose status changed this tick. */
   moved: string[];
+  /** Pooled-id engines sent `settleRequests()` this tick (request-keeper.ts). */
+  settled?: `0x${string}`[];
 }
 
 export function defaultHolder(): string {
@@ -75,6 +80,14 @@ export function createLifecycle(options: LifecycleOptions) {
     log,
     holder,
   });
+  const keeper = createRequestKeeper({
+    db,
+    chain,
+    client,
+    products,
+    sender: signer.sender,
+    log,
+  });
   const statuses = createStatusFollower({
     db,
     chain,
@@ -102,7 +115,15 @@ export function createLifecycle(options: LifecycleOptions) {
         'following the signer failed',
       );
     });
-    return { leased: true, deployed, moved };
+    // Pooled-id engines: settle what their underlying fulfilled, so each fulfilment keeps its price.
+    const settled = await keeper.round().catch((err: unknown) => {
+      log.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'settling pooled requests failed',
+      );
+      return [];
+    });
+    return { leased: true, deployed, moved, settled };
   }
 
   return {

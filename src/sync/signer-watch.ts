@@ -42,5 +42,5 @@ export function createSignerWatch(options: {
       );
     }
   }
-  return { round };
+  return { round, sender };
 }

@@ -12,11 +12,18 @@ import {
   ContractFunctionRevertedError,
   decodeEventLog,
   encodeFunctionData,
+  getAddress,
   type Hex,
   maxUint256,
 } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChainWallet, endpointOf, LOCAL_NODE_WALLET } from '../../src/chain/client.ts';
+import { AssetCheckError, checkAsset } from '../../src/chain/asset-probe.ts';
+import {
+  createChainClient,
+  createChainWallet,
+  endpointOf,
+  LOCAL_NODE_WALLET,
+} from '../../src/chain/client.ts';
 import { deployContract, deployEngine } from '../../src/chain/deploy.ts';
 import {
   feeOnTransferUSDAbi,
@@ -25,12 +32,25 @@ import {
   hugeDepositVaultBytecode,
   pooledAsyncVaultAbi,
   pooledAsyncVaultBytecode,
+  probingAsyncVaultAbi,
+  probingAsyncVaultBytecode,
+  rebasingUSDAbi,
+  rebasingUSDBytecode,
   testUSDAbi,
   yieldEngineAbi,
   yieldVaultAbi,
   yieldVaultBytecode,
 } from '../../src/chain/generated/index.ts';
 import { aprBpsToRatePerSecond } from '../../src/chain/local/rates.ts';
+import { signerAccount } from '../../src/chain/signer.ts';
+import { createTxSender } from '../../src/chain/tx-sender.ts';
+import { createProductsRepo } from '../../src/db/products.ts';
+import { localChainSettings } from '../../src/sync/chain-runtime.ts';
+import { createRequestKeeper } from '../../src/sync/lifecycle/request-keeper.ts';
+import { deployed, newProduct, partnerWithKey } from '../helpers/builders.ts';
+import { freshDatabase } from '../helpers/db.ts';
+import { captureLogger } from '../helpers/logs.ts';
+import { startProviderProxy } from '../helpers/provider-proxy.ts';
 import {
   assetBalance,
   engineEvents,
@@ -253,8 +273,12 @@ describe('item 2: the fee covers yield earned while in a request', () => {
     );
     const engine = await newEngine(fx, fx.asyncVault, { service: 1_000, partner: 1_000 });
     const r = engineReader(fx, engine);
-    // One deposit split in two: both hold identical shares from the same block.
-    await engineWrite(fx, engine, early, { fn: 'deposit', args: [20_000n * USD, early] });
+    // One deposit split in two: both hold identical shares from the same block (the first deposit
+    // also pays the seed).
+    await engineWrite(fx, engine, early, {
+      fn: 'deposit',
+      args: [20_000n * USD + (await r.seedAssets()), early],
+    });
     const shares = (await r.balanceOf(early)) / 2n;
     await send(
       fx,
@@ -378,6 +402,67 @@ describe('item 3: max* answer on an underlying whose maxDeposit is near 2^256', 
   });
 });
 
+describe('item 4: fee-on-transfer and rebasing assets are refused at product creation', () => {
+  const checkError = (e: unknown) =>
+    e instanceof AssetCheckError ? { code: e.code, message: e.message } : { code: String(e) };
+
+  it('a plain token passes: the balance slot is found and a transfer delivers what it sends', async () => {
+    const result = await checkAsset(fx.client, {
+      asset: fx.asset,
+      underlying: fx.syncVault,
+      decimals: 6,
+    });
+    expect(result.balanceSlot.address).toBe(getAddress(fx.asset));
+    expect(result.delivered).toBe(result.sent);
+  });
+
+  it('a fee-on-transfer token, a rebasing token and a mismatched vault or decimals are refused', async () => {
+    const fot = await deploy(feeOnTransferUSDAbi as Abi, feeOnTransferUSDBytecode, [
+      OPERATOR,
+      100n,
+    ]);
+    const rebasing = await deploy(rebasingUSDAbi as Abi, rebasingUSDBytecode, [OPERATOR]);
+    const fotResult = await checkAsset(fx.client, { asset: fot }).catch(checkError);
+    expect(fotResult).toMatchObject({ code: 'asset_fee_on_transfer' });
+    // 1 % of 100.000007 USD: 99.000007 arrives by each path.
+    expect((fotResult as { message: string }).message).toMatch(
+      /sending 100000007 base units delivered 99000007 by transfer and 99000007 by transferFrom/,
+    );
+    expect(await checkAsset(fx.client, { asset: rebasing }).catch(checkError)).toMatchObject({
+      code: 'asset_rebasing',
+    });
+    // The engine's constructor would revert WrongAsset: said before anything is deployed.
+    expect(
+      await checkAsset(fx.client, { asset: fot, underlying: fx.syncVault }).catch(checkError),
+    ).toMatchObject({
+      code: 'asset_mismatch',
+      message: expect.stringMatching(/the underlying vault holds/),
+    });
+    expect(
+      await checkAsset(fx.client, { asset: fx.asset, decimals: 18 }).catch(checkError),
+    ).toMatchObject({
+      code: 'asset_mismatch',
+      message: 'the asset has 6 decimals on chain, not 18: give --asset-decimals 6',
+    });
+  });
+
+  it('a node without eth_createAccessList: the asset is said unchecked, not passed', async () => {
+    const proxy = await startProviderProxy(fx.anvil.rpcUrl);
+    try {
+      proxy.set({ unsupportedMethods: ['eth_createAccessList'] });
+      const client = createChainClient({ chainId: fx.anvil.chainId, rpcUrls: [proxy.url] });
+      const result = await checkAsset(client, { asset: fx.asset }).catch(checkError);
+      expect(result).toMatchObject({
+        code: 'asset_not_checked',
+        message: expect.stringMatching(/does not answer eth_createAccessList/),
+      });
+      expect((result as { message: string }).message).not.toContain(proxy.url);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 describe('item 4: fee-on-transfer assets are refused', () => {
   it('a deposit or mint that delivers less than it sends reverts with AssetTransferShortfall', async () => {
     const fot = await deploy(feeOnTransferUSDAbi as Abi, feeOnTransferUSDBytecode, [
@@ -481,6 +566,10 @@ describe('item 5: the last holder can always leave whole', () => {
     );
     const shares = await r.balanceOf(user);
     const total = await r.atNextBlock('totalAssets');
+    // The seed shares (minted by the first deposit, held by no one) stay: the user is the last
+    // holder of everything else.
+    const seedWorth = await r.seedWorth();
+    expect(seedWorth).toBeGreaterThan(0n);
     // Before the fix: ExceedsUnderlying (the whole value was asked of the underlying).
     const { preview: id } = await engineWrite(fx, engine, user, {
       fn: 'requestRedeem',
@@ -490,9 +579,9 @@ describe('item 5: the last holder can always leave whole', () => {
     const before = await assetBalance(fx, user);
     await engineWrite(fx, engine, user, { fn: 'claimRedeem', args: [id, user] });
     const claimed = (await assetBalance(fx, user)) - before;
-    // Everything but the virtual offset's dust, yield to the claim included.
-    expect(claimed).toBeGreaterThanOrEqual(total - 2n);
-    expect(await r.get('totalAssets')).toBeLessThanOrEqual(2n);
+    // Everything but the seed shares' worth and the virtual offset's dust, yield to the claim included.
+    expect(claimed).toBeGreaterThanOrEqual(total - seedWorth - 2n);
+    expect(await r.get('totalAssets')).toBeLessThanOrEqual((await r.seedWorth()) + 2n);
   });
 });
 
@@ -522,6 +611,179 @@ describe('item 7: the fee-change notice has a floor', () => {
       );
       await fx.rpc('evm_setAutomine', [false]);
       expect(result, `delay ${delay}`).toBe(ok);
+    }
+  });
+});
+
+describe('item 7: state is settled before any external call', () => {
+  it('price views read from inside the underlying call (read-only reentrancy) are not skewed', async () => {
+    // ProbingAsyncVault reads the engine's views on entering requestRedeem and redeem, before it
+    // moves anything: the engine has escrowed the shares and counted the pending underlying shares,
+    // which it still holds. Before the fix the views counted those shares twice there.
+    const vault = await deploy(probingAsyncVaultAbi as Abi, probingAsyncVaultBytecode, [
+      fx.asset,
+      OPERATOR,
+      aprBpsToRatePerSecond(800),
+      86_400n,
+    ]);
+    await send(
+      fx,
+      OPERATOR,
+      fx.asset,
+      encodeFunctionData({ abi: testUSDAbi, functionName: 'setMinter', args: [vault, true] }),
+    );
+    const engine = await newEngine(fx, vault, { service: 500, partner: 500 });
+    const r = engineReader(fx, engine);
+    const [a, b] = USERS.slice(0, 2) as [Address, Address];
+    await engineWrite(fx, engine, a, { fn: 'deposit', args: [10_000n * USD, a] });
+    await engineWrite(fx, engine, b, { fn: 'deposit', args: [5_000n * USD, b] });
+    await warp(fx, 30 * 86_400);
+    const seen = async () => ({
+      total: await fx.client.readContract({
+        address: vault,
+        abi: probingAsyncVaultAbi,
+        functionName: 'seenTotalAssets',
+      }),
+      active: await fx.client.readContract({
+        address: vault,
+        abi: probingAsyncVaultAbi,
+        functionName: 'seenActiveAssets',
+      }),
+      price: await fx.client.readContract({
+        address: vault,
+        abi: probingAsyncVaultAbi,
+        functionName: 'seenConvertToAssets',
+      }),
+    });
+    const now = async () => ({
+      total: await r.get('totalAssets'),
+      active: await readEngine<bigint>(engine, 'activeAssets'),
+      price: await r.convertToAssets(10n ** 12n),
+    });
+
+    // The request: inside the call, the views answer what the request leaves behind.
+    const { preview: id } = await engineWrite(fx, engine, a, {
+      fn: 'requestRedeem',
+      args: [await r.balanceOf(a), a, a],
+    });
+    const inRequest = await seen();
+    const afterRequest = await now();
+    expect(inRequest.total).toBeGreaterThan(0n);
+    expect(inRequest).toEqual(afterRequest);
+
+    // The claim: inside the underlying's redeem, the request is still counted (the state before the
+    // claim's transfers), and the pool's price is the one the claim leaves.
+    await warp(fx, 86_400 + 1);
+    const beforeClaim = {
+      total: await r.atNextBlock('totalAssets'),
+      active: (await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'activeAssets',
+        blockTag: 'pending',
+      })) as bigint,
+    };
+    await engineWrite(fx, engine, a, { fn: 'claimRedeem', args: [id, a] });
+    const inClaim = await seen();
+    const afterClaim = await now();
+    expect(inClaim.total).toBe(beforeClaim.total);
+    expect(inClaim.active).toBe(beforeClaim.active);
+    // The request's fee joins the pool with fee shares worth exactly it: the price does not move
+    // (but for the fee shares' rounding down).
+    expect(afterClaim.price - inClaim.price).toBeGreaterThanOrEqual(0n);
+    expect(afterClaim.price - inClaim.price).toBeLessThanOrEqual(1n);
+  });
+});
+
+describe('the request keeper settles a pooled-id engine after each fulfilment', () => {
+  it('sends settleRequests() once per fulfilment, through the operator signer, so each keeps its price', async () => {
+    const t = await freshDatabase('pglite');
+    const logs = captureLogger();
+    try {
+      const vault = await newPooledVault(1_000);
+      const engine = await newEngine(fx, vault, { service: 0, partner: 0 });
+      const { partner } = await partnerWithKey(t.db);
+      const products = createProductsRepo(t.db);
+      await products.create(
+        newProduct({
+          partnerId: partner.id,
+          slug: 'pooled',
+          vaultKind: 'async',
+          underlyingVaultAddress: vault,
+          assetAddress: fx.asset,
+          deployed: deployed(engine),
+        }),
+      );
+      const chain = localChainSettings(fx.anvil.rpcUrl, fx.anvil.chainId);
+      const sender = createTxSender({
+        db: t.db,
+        chain,
+        client: fx.client,
+        account: signerAccount(chain)!,
+        log: logs.logger,
+        holder: 'test',
+      });
+      const keeper = createRequestKeeper({
+        db: t.db,
+        chain,
+        client: fx.client,
+        products,
+        sender,
+        log: logs.logger,
+      });
+      const [u, v] = USERS.slice(0, 2) as [Address, Address];
+      await engineWrite(fx, engine, u, { fn: 'deposit', args: [2_000n * USD, u] });
+      await engineWrite(fx, engine, v, { fn: 'deposit', args: [2_000n * USD, v] });
+      // Before any request the scheme is unknown: nothing to settle.
+      expect(await keeper.round()).toEqual([]);
+      const ids: bigint[] = [];
+      for (const who of [u, v]) {
+        const { preview } = await engineWrite(fx, engine, who, {
+          fn: 'requestRedeem',
+          args: [await engineReader(fx, engine).balanceOf(who), who, who],
+        });
+        ids.push(preview);
+      }
+      expect(await readEngine(engine, 'requestIdScheme')).toBe(2);
+      // Nothing fulfilled upstream yet.
+      expect(await keeper.round()).toEqual([]);
+      const first = await readEngine<{ underlyingShares: bigint }>(engine, 'redeemRequest', [
+        ids[0],
+      ]);
+      const settledPrices: bigint[] = [];
+      for (const chunk of [first.underlyingShares, null]) {
+        await warp(fx, 20 * 86_400); // the upstream price grows between the fulfilments
+        const pending = await readEngine<bigint>(engine, 'pendingUnderlyingShares');
+        const { assets, shares } = await fulfil(vault, engine, chunk ?? pending);
+        settledPrices.push((assets * 10n ** 18n) / shares);
+        expect((await keeper.round()).map((a) => a.toLowerCase())).toEqual([engine.toLowerCase()]);
+        // In flight: not sent twice.
+        expect(await keeper.round()).toEqual([]);
+        await fx.rpc('evm_setNextBlockTimestamp', [fx.now++]);
+        await fx.rpc('evm_mine', []);
+        expect((await sender.followPending()).map((f) => f.status)).toEqual(['mined']);
+      }
+      // Two checkpoints, each at its own fulfilment's price (before the keeper, one call after
+      // both would have seen their average).
+      const checkpoints = await readEngine<{ cumShares: bigint; cumAssets: bigint }[]>(
+        engine,
+        'settlementCheckpoints',
+      );
+      expect(checkpoints).toHaveLength(2);
+      const [c0, c1] = checkpoints as [
+        { cumShares: bigint; cumAssets: bigint },
+        { cumShares: bigint; cumAssets: bigint },
+      ];
+      expect((c0.cumAssets * 10n ** 18n) / c0.cumShares).toBe(settledPrices[0]);
+      expect(((c1.cumAssets - c0.cumAssets) * 10n ** 18n) / (c1.cumShares - c0.cumShares)).toBe(
+        settledPrices[1],
+      );
+      expect(settledPrices[1]).toBeGreaterThan(settledPrices[0]!);
+      // Everything settled: nothing left for the keeper.
+      expect(await readEngine<bigint>(engine, 'pendingUnderlyingShares')).toBe(0n);
+      expect(await keeper.round()).toEqual([]);
+    } finally {
+      await t.drop();
     }
   });
 });

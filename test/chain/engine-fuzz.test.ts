@@ -53,6 +53,8 @@ const WALLETS = USERS.slice(0, 5) as Address[];
 const DONOR = USERS[5] as Address;
 /** Every address that may hold engine shares (besides the engine itself, for escrow and donations). */
 const HOLDERS = [...WALLETS, SERVICE, PARTNER, DONOR];
+/** The engine's SEED_SHARES_HOLDER: the first deposit or mint locks its seed there, for good. */
+const SEED_HOLDER = '0x000000000000000000000000000000000000dEaD' as Address;
 const GAS = '0x2dc6c0';
 const FEE_DELAY = 2 * 86_400;
 const SETTLEMENT = 86_400;
@@ -471,6 +473,7 @@ class SeedRun {
       assetOfActor: a.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [actor], { block: P }),
       previewDeposit1000: eng('previewDeposit', [1000n * USD]),
       nextRequestId: eng('nextRequestId'),
+      seedShares: eng('balanceOf', [SEED_HOLDER]),
       uTotalAssets: a.call<bigint>(m.vault, vaultAbi, 'totalAssets', [], { block: P }),
       uTotalSupply: a.call<bigint>(m.vault, vaultAbi, 'totalSupply', [], { block: P }),
       uMaxDeposit: a.call<bigint>(m.vault, vaultAbi, 'maxDeposit', [m.engine], { block: P }),
@@ -828,6 +831,7 @@ class SeedRun {
       uOfEngine: c.call<bigint>(m.vault, vaultAbi, 'balanceOf', [m.engine]),
       uEscrow: c.call<bigint>(m.vault, vaultAbi, 'balanceOf', [m.vault]),
       engineOwnShares: engC('balanceOf', [m.engine]),
+      seedShares: engC('balanceOf', [SEED_HOLDER]),
       balances: new Map(HOLDERS.map((h) => [h, engC('balanceOf', [h])])),
       assetOfReceiver: c.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [receiver]),
       assetOfActor: c.call<bigint>(lane().fx.asset, assetAbi, 'balanceOf', [actor]),
@@ -1172,9 +1176,18 @@ class SeedRun {
     }
 
     // ---- invariants after every step
-    let sum = post.engineOwnShares();
+    let sum = post.engineOwnShares() + post.seedShares();
     for (const h of HOLDERS) sum += post.balances.get(h)?.() ?? 0n;
     this.eq(sum, post.totalSupply(), 'sum of balances = total supply');
+    // The seed: minted once, by the first deposit or mint, and never moved after.
+    if (pre.seedShares() > 0n)
+      this.eq(post.seedShares(), pre.seedShares(), 'seed shares never move');
+    else if (post.seedShares() > 0n) {
+      this.check(
+        (op.kind === 'deposit' || op.kind === 'mint' || op.kind === 'roundtrip') && ok,
+        'seed shares minted by the first deposit or mint',
+      );
+    }
     this.eq(post.idle(), post.assetOfEngine() - post.reserved(), 'idle = asset balance - reserved');
     this.eq(post.held(), post.uOfEngine(), 'held = underlying share balance');
     this.eq(

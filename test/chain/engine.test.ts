@@ -275,7 +275,14 @@ describe('YieldEngine pause and deprecation', () => {
       await engineWrite(fx, engine, holder, { fn: 'redeem', args: [shares, holder, holder] });
       expect(await r.balanceOf(holder)).toBe(0n);
     }
-    expect(await r.get('totalSupply')).toBe(0n);
+    // Only the seed shares stay, held by no one.
+    const seedHolder = await fx.client.readContract({
+      address: engine,
+      abi: yieldEngineAbi,
+      functionName: 'SEED_SHARES_HOLDER',
+    });
+    expect(await r.get('totalSupply')).toBe(await r.balanceOf(seedHolder));
+    expect(await r.seedWorth()).toBeGreaterThanOrEqual(await r.seedAssets());
     await expect(
       engineWrite(fx, engine, carol, { fn: 'deposit', args: [1n * USD, carol] }),
     ).rejects.toThrow();
@@ -308,8 +315,12 @@ describe('YieldEngine inflation defence', () => {
     const engine = await newEngine(fx, fx.syncVault, { service: 0, partner: 0 });
     const r = engineReader(fx, engine);
     await setRate(fx, fx.syncVault, 0);
-    // Attacker: deposit 1 base unit, then donate a large amount straight to the engine.
-    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1n, alice] });
+    // Attacker: the smallest first deposit (one base unit above the seed), then donate a large
+    // amount straight to the engine.
+    await engineWrite(fx, engine, alice, {
+      fn: 'deposit',
+      args: [(await r.seedAssets()) + 1n, alice],
+    });
     await send(
       fx,
       alice,
@@ -331,6 +342,117 @@ describe('YieldEngine inflation defence', () => {
     expect(victimValue).toBeGreaterThanOrEqual((victimDeposit * 9_999n) / 10_000n);
     const attackerValue = await r.convertToAssets(await r.balanceOf(alice));
     expect(attackerValue).toBeLessThan(10_000n * USD + 1n); // no profit from the donation
+    await setRate(fx, fx.syncVault, 800);
+  });
+
+  it('the first deposit pays the seed: seed shares worth SEED_ASSETS go to SEED_SHARES_HOLDER', async () => {
+    const engine = await newEngine(fx, fx.syncVault, { service: 0, partner: 0 });
+    const r = engineReader(fx, engine);
+    const seed = await r.seedAssets();
+    expect(seed).toBe(10_000n);
+    // At or below the seed, the first deposit is refused with the minimum in the error.
+    const refused = await fx.client
+      .simulateContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'deposit',
+        args: [seed, alice],
+        account: alice,
+      })
+      .then(
+        () => 'accepted',
+        (e: unknown) => String(e),
+      );
+    expect(refused).toMatch(/FirstDepositTooSmall\(uint256 assets, uint256 minimum\)/);
+    expect(refused).toContain('10001'); // the minimum, in the error's arguments
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'previewDeposit',
+        args: [seed],
+      }),
+    ).toBe(0n);
+    const { preview: shares } = await engineWrite(fx, engine, alice, {
+      fn: 'deposit',
+      args: [1_000n * USD, alice],
+    });
+    expect(shares).toBe(await r.balanceOf(alice));
+    // Alice holds what she paid less the seed; the seed shares are worth the seed.
+    // (convertToAssets rounds down under the virtual offset: one base unit at most.)
+    expect(1_000n * USD - seed - (await r.convertToAssets(shares))).toBeLessThanOrEqual(1n);
+    expect(seed - (await r.seedWorth())).toBeLessThanOrEqual(1n);
+    expect(
+      await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'seeded',
+      }),
+    ).toBe(true);
+    // Later deposits pay no seed.
+    const { preview: bobShares } = await engineWrite(fx, engine, bob, {
+      fn: 'deposit',
+      args: [1_000n * USD, bob],
+    });
+    expect(1_000n * USD - (await r.convertToAssets(bobShares))).toBeLessThanOrEqual(1n);
+  });
+
+  it('an operator can seed an engine itself with mint(0), paying exactly SEED_ASSETS', async () => {
+    const engine = await newEngine(fx, fx.syncVault, { service: 0, partner: 0 });
+    const r = engineReader(fx, engine);
+    const seed = await r.seedAssets();
+    const before = await assetBalance(fx, carol);
+    const { preview: paid } = await engineWrite(fx, engine, carol, {
+      fn: 'mint',
+      args: [0n, carol],
+    });
+    expect(paid).toBe(seed);
+    expect(before - (await assetBalance(fx, carol))).toBe(seed);
+    expect(await r.balanceOf(carol)).toBe(0n);
+    // The first user then pays nothing for the seed.
+    const { preview: shares } = await engineWrite(fx, engine, alice, {
+      fn: 'deposit',
+      args: [1_000n * USD, alice],
+    });
+    expect(1_000n * USD - (await r.convertToAssets(shares))).toBeLessThanOrEqual(1n);
+  });
+
+  it('a near-empty engine after a large donation: a round trip loses at most donation / (10^6 × seed)', async () => {
+    // The audit's case: everyone left, then a large donation made one share worth many base units
+    // (15,936 base units lost per round trip before the seed). The seed shares keep the engine from
+    // being empty: the donation goes to them, and a share's worth stays small.
+    const engine = await newEngine(fx, fx.syncVault, { service: 0, partner: 0 });
+    const r = engineReader(fx, engine);
+    await setRate(fx, fx.syncVault, 0);
+    await engineWrite(fx, engine, alice, { fn: 'deposit', args: [1_000n * USD, alice] });
+    await engineWrite(fx, engine, alice, {
+      fn: 'redeem',
+      args: [await r.balanceOf(alice), alice, alice],
+    });
+    const donation = 100_000n * USD;
+    await send(
+      fx,
+      alice,
+      fx.asset,
+      encodeFunctionData({ abi: testUSDAbi, functionName: 'transfer', args: [engine, donation] }),
+    );
+    const bound = donation / (10n ** 6n * (await r.seedAssets())) + 1n;
+    let worst = 0n;
+    for (const amount of [1n * USD + 7n, 333_333_333n, 12_345_678_901n]) {
+      const before = await assetBalance(fx, bob);
+      const { preview: shares } = await engineWrite(fx, engine, bob, {
+        fn: 'deposit',
+        args: [amount, bob],
+      });
+      await engineWrite(fx, engine, bob, { fn: 'redeem', args: [shares, bob, bob] });
+      const loss = before - (await assetBalance(fx, bob));
+      if (loss > worst) worst = loss;
+    }
+    expect(worst).toBeLessThanOrEqual(bound);
+    expect(bound).toBeLessThanOrEqual(11n); // 100,000 USD given away for at most 11 base units a round trip
+    // The donation went to the seed shares, which no one can redeem (all but the virtual
+    // shares' hundredth of a percent).
+    expect(await r.seedWorth()).toBeGreaterThanOrEqual((donation * 9_999n) / 10_000n);
     await setRate(fx, fx.syncVault, 800);
   });
 });

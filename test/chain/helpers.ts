@@ -297,6 +297,29 @@ export function engineReader(fx: Fixture, engine: Address) {
         functionName: 'balanceOf',
         args: [who],
       }),
+    /** What the seed shares (minted by the first deposit to SEED_SHARES_HOLDER) are worth now. */
+    seedWorth: async () => {
+      const holder = await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'SEED_SHARES_HOLDER',
+      });
+      const shares = await fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'balanceOf',
+        args: [holder],
+      });
+      return fx.client.readContract({
+        address: engine,
+        abi: yieldEngineAbi,
+        functionName: 'convertToAssets',
+        args: [shares],
+      });
+    },
+    /** The assets the first deposit locks in seed shares (`SEED_ASSETS`). */
+    seedAssets: () =>
+      fx.client.readContract({ address: engine, abi: yieldEngineAbi, functionName: 'SEED_ASSETS' }),
     convertToAssets: (shares: bigint) =>
       fx.client.readContract({
         address: engine,

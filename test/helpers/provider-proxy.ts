@@ -37,6 +37,8 @@ export interface ProviderBehaviour {
    * anvil refuses a body over its size limit and providers a batch over their length cap (null: none).
    */
   maxBatch: number | null;
+  /** Methods this provider does not offer, refused as providers do (-32601). */
+  unsupportedMethods: readonly string[];
 }
 
 const DEFAULTS: ProviderBehaviour = {
@@ -50,6 +52,7 @@ const DEFAULTS: ProviderBehaviour = {
   serverErrorShare: 0,
   latencyMs: 0,
   maxBatch: null,
+  unsupportedMethods: [],
 };
 
 export interface ProviderProxy {
@@ -219,6 +222,16 @@ export async function startProviderProxy(
 
   /** Refusals a capped provider gives to eth_getLogs, on either node. */
   function capped(call: Call, answer: Answer): Answer {
+    if (b.unsupportedMethods.includes(call.method)) {
+      return {
+        jsonrpc: '2.0',
+        id: call.id,
+        error: {
+          code: -32601,
+          message: `the method ${call.method} does not exist/is not available`,
+        },
+      };
+    }
     if (call.method !== 'eth_getLogs' || answer.error) return answer;
     const f = (call.params?.[0] ?? {}) as { fromBlock?: string; toBlock?: string };
     if (

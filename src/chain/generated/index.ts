@@ -7,3 +7,6 @@ export * from './Multicall3.ts';
 export * from './PooledAsyncVault.ts';
 export * from './FeeOnTransferUSD.ts';
 export * from './HugeDepositVault.ts';
+export * from './ProbingAsyncVault.ts';
+export * from './RebasingUSD.ts';
+export * from './AssetProbe.ts';

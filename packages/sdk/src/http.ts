@@ -5,6 +5,7 @@
  */
 import { ApiError, ConnectionError, PartnerYieldError } from './errors.ts';
 import { DEFAULT_RETRY_POLICY, type RetryInfo, type RetryPolicy, retryDelay } from './retry.ts';
+import { sdkUserAgent } from './version.ts';
 
 export interface TransportOptions {
   baseUrl: string;
@@ -20,6 +21,8 @@ export interface TransportOptions {
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   random?: () => number;
+  /** Default `partner-yield-sdk/<version> <runtime>/<version>` (version.ts). */
+  userAgent?: string;
 }
 
 export interface RequestOptions {
@@ -65,6 +68,7 @@ export function createTransport(options: TransportOptions) {
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? defaultSleep;
   const random = options.random ?? Math.random;
+  const userAgent = options.userAgent ?? sdkUserAgent();
 
   function url(req: HttpRequest): string {
     const params = new URLSearchParams();
@@ -80,7 +84,11 @@ export function createTransport(options: TransportOptions) {
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Promise<HttpResponse> {
-    const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': userAgent,
+      ...req.headers,
+    };
     if (req.auth !== false) {
       if (!options.apiKey) {
         throw new PartnerYieldError('missing_api_key', 'The client has no apiKey.');

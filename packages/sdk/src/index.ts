@@ -25,4 +25,5 @@ export {
 } from './inbound.ts';
 export { DEFAULT_RETRY_POLICY, type RetryInfo, type RetryPolicy } from './retry.ts';
 export type * from './types.ts';
+export { SDK_VERSION } from './version.ts';
 export { type VerifyOptions, verifyWebhook, type WebhookHeaders } from './webhooks.ts';

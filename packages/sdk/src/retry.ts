@@ -1,7 +1,10 @@
 /**
  * The spec's retry policy, as a pure function of the failed attempt: no retry on 4xx except 429;
- * 429 waits `Retry-After` plus 0–2 s of jitter (exponential from 2 s when the header is absent);
- * 5xx, timeouts and lost connections back off 1, 2, 4, 8, 16 s; `chain_rpc_unavailable` waits
+ * `Retry-After` is honoured on every status that carries it (429, 503), plus 0–2 s of jitter; a
+ * `Retry-After` longer than the longest wait (`maxDelayMs`, 2 minutes) means "not yet" (yield-calc
+ * before the day closes) and is not retried: the error carries it. Without the header, 429 backs
+ * off exponentially from 2 s, and 5xx, timeouts and lost connections 1, 2, 4, 8, 16 s, each ±20 %
+ * (jitter, so that clients failed together do not retry together); `chain_rpc_unavailable` waits
  * 30 s; at most 5 attempts in all. Every number can be changed per client or per call.
  */
 import type { PartnerYieldError } from './errors.ts';
@@ -13,8 +16,10 @@ export interface RetryPolicy {
   serverErrorBaseMs: number;
   /** First wait after a 429 without `Retry-After`; doubles each time. Default 2000 ms. */
   rateLimitBaseMs: number;
-  /** Random extra wait added after a 429, from 0 to this. Default 2000 ms. */
+  /** Random extra wait added to a `Retry-After` (or a 429's back-off), from 0 to this. Default 2000 ms. */
   rateLimitJitterMs: number;
+  /** A 5xx back-off is multiplied by 1 ± this, at random. Default 0.2. */
+  serverErrorJitter: number;
   /** Wait after a 503 `chain_rpc_unavailable`. Default 30000 ms. */
   chainUnavailableMs: number;
   /** Upper bound of any one wait (a huge `Retry-After` included). Default 120000 ms. */
@@ -33,6 +38,7 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   serverErrorBaseMs: 1000,
   rateLimitBaseMs: 2000,
   rateLimitJitterMs: 2000,
+  serverErrorJitter: 0.2,
   chainUnavailableMs: 30_000,
   maxDelayMs: 120_000,
   retryConnectionErrors: true,
@@ -81,20 +87,21 @@ export function retryDelay(
     return undefined;
   }
   const exponential = (base: number) => base * 2 ** (failed.attempt - 1);
-  let delay: number;
+  const serverBackoff = () =>
+    exponential(policy.serverErrorBaseMs) * (1 + policy.serverErrorJitter * (2 * random() - 1));
   if (failed.status === undefined) {
     if (!policy.retryConnectionErrors || failed.code === 'aborted') return undefined;
-    delay = exponential(policy.serverErrorBaseMs);
-  } else if (failed.status === 429) {
-    const jitter = random() * policy.rateLimitJitterMs;
-    delay =
-      (parseRetryAfter(failed.retryAfter, now) ?? exponential(policy.rateLimitBaseMs)) + jitter;
-  } else if (failed.code === 'chain_rpc_unavailable') {
-    delay = policy.chainUnavailableMs;
-  } else if (failed.status >= 500) {
-    delay = exponential(policy.serverErrorBaseMs);
-  } else {
-    return undefined;
+    return Math.min(Math.round(serverBackoff()), policy.maxDelayMs);
   }
+  if (failed.status !== 429 && failed.status < 500) return undefined;
+  const retryAfter = parseRetryAfter(failed.retryAfter, now);
+  // Longer than the client would ever wait: the answer means "not yet", and the caller decides.
+  if (retryAfter !== undefined && retryAfter > policy.maxDelayMs) return undefined;
+  let delay: number;
+  if (retryAfter !== undefined) delay = retryAfter + random() * policy.rateLimitJitterMs;
+  else if (failed.status === 429) {
+    delay = exponential(policy.rateLimitBaseMs) + random() * policy.rateLimitJitterMs;
+  } else if (failed.code === 'chain_rpc_unavailable') delay = policy.chainUnavailableMs;
+  else delay = serverBackoff();
   return Math.min(Math.round(delay), policy.maxDelayMs);
 }

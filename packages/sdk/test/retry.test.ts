@@ -5,6 +5,7 @@
  * retried inbound event sends again.
  */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import {
   ConnectionError,
   PartnerYieldClient,
   type RetryInfo,
+  SDK_VERSION,
 } from '../src/index.ts';
 
 type Reply = (req: IncomingMessage, res: ServerResponse) => void;
@@ -159,6 +161,42 @@ describe('retry policy', () => {
     const { client, waits } = clientWith();
     await client.listProducts();
     expect(waits).toEqual([2000 + 1000, 4000 + 1000, 8000 + 1000]);
+  });
+
+  it('honours Retry-After on a 503 too (a storage outage says 5 s; the back-off would say 1 s)', async () => {
+    script = [fail(503, 'service_unavailable', { 'retry-after': '3' }), ok];
+    const { client, waits } = clientWith();
+    await client.listProducts();
+    expect(waits).toEqual([3000 + 1000]);
+  });
+
+  it('does not retry a 503 whose Retry-After is past the longest wait: "not yet" (yield-calc before the day closes)', async () => {
+    script = [fail(503, 'service_unavailable', { 'retry-after': '41000' }), ok];
+    const { client, waits } = clientWith();
+    const err = await client.calculateYield('core', { amount: '1' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 503, code: 'service_unavailable', retryAfter: '41000' });
+    expect(seen).toHaveLength(1);
+    expect(waits).toEqual([]);
+  });
+
+  it('spreads the 5xx back-off by ±20 % at random (jitter)', async () => {
+    script = [fail(500, 'internal_error'), fail(500, 'internal_error'), ok];
+    const draws = [0, 0.999999];
+    const { client, waits } = clientWith({ random: () => draws.shift()! });
+    await client.listProducts();
+    expect(waits).toEqual([800, 2400]);
+  });
+
+  it('sends a User-Agent naming the SDK, its version and the runtime', async () => {
+    script = [ok];
+    const { client } = clientWith();
+    await client.listProducts();
+    expect(seen[0]?.headers['user-agent']).toBe(
+      `partner-yield-sdk/${SDK_VERSION} node/${process.versions.node}`,
+    );
+    expect(SDK_VERSION).toBe(
+      JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version,
+    );
   });
 
   it('waits 30 s after chain_rpc_unavailable', async () => {

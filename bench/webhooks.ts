@@ -8,17 +8,20 @@
  * during a rotation's grace period — each in two phases of 10,000 events:
  *  - burst: 10,000 events committed in one transaction; deliveries/s = 10,000 / (last receipt −
  *    commit);
- *  - paced: 10,000 events committed in small transactions at 1,500 events/s; p50/p99 of the time
- *    from each event's commit to its receipt (a latency under a load the target names, not a
- *    queue draining).
+ *  - paced: 10,000 events committed in small transactions at a third (PostgreSQL) or a fifth
+ *    (PGlite) of the bare sender's burst rate; p50/p99 of the time from each event's commit to its
+ *    receipt (a latency under a load the target names, not a queue draining).
+ * Beside them, in the same run, the bare sender (bareOutbound: the same sender, bodies, signatures
+ * and receiver with no queue), before and after, averaged; the ratio is of the default signing.
  * Inbound: the service (ROLES=api, its own process) takes valid signed `ping` events with unique
  * Idempotency-Keys from autocannon (50 connections, 10 s, rotating through 100 live keys so the
- * per-key budget is not what is measured); req/s and latency.
+ * per-key budget is not what is measured); req/s and latency, beside a bare route that verifies the
+ * same HMAC (bench/bare-inbound.ts) under the same load, before and after.
  * It measures and prints; it fails only when something answers errors or an event is lost.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +43,8 @@ import { type SigningSecret, signDelivery, signingSecret } from '../src/webhooks
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/yield-service.mjs');
 const EVENTS = 10_000;
-const PACED_RATE = 1_500;
+/** Paced load, as a share of the bare sender's burst rate measured in the same run. */
+const PACED_SHARE: Record<Engine, number> = { postgres: 1 / 3, pglite: 1 / 5 };
 const INBOUND_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const INBOUND_KEYS = 100;
 
@@ -146,6 +150,60 @@ async function waitForCount(
   }
 }
 
+/** The payload of bench event n, as insertEvents writes it. */
+function benchPayload(n: number): string {
+  const h = createHash('md5').update(String(n)).digest('hex');
+  return `{"n":${n},"slug":"usdc-core","chain_id":31337,"tx_hash":"0x${h}${h}","block_number":${1000 + n},"log_index":0,"user_address":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8","amount":"1250.5","shares":"1250.500000000000","asset_symbol":"USDC","occurred_at":"2026-11-22T00:00:00Z"}`;
+}
+
+/**
+ * The outbound baseline (issue #33 item 6): the same sender (same agent, connections and TLS), the
+ * same bodies signed with both schemes, POSTed to the same receiver with the dispatcher's
+ * concurrency, and no queue: no database, no claim, no attempt counted, no outcome recorded.
+ * Deliveries/s of a burst of EVENTS, measured like the dispatcher's (last receipt − start).
+ */
+async function bareOutbound(): Promise<{ burstRate: number }> {
+  const receiver = await startReceiver();
+  const sender = createSender({
+    policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
+    extraCa: readFileSync(path.join(ROOT, 'test/fixtures/tls/ca.pem')),
+  });
+  const secret = signingSecret(generateDestinationSecret());
+  const concurrency = 128; // the dispatcher's default
+  try {
+    const started = Date.now();
+    let next = 0;
+    let failures = 0;
+    const worker = async () => {
+      for (let n = next++; n < EVENTS; n = next++) {
+        const body = benchPayload(n);
+        const id = `evt_bare_${n}`;
+        const timestamp = Math.floor(Date.now() / 1000);
+        const signed = signDelivery([secret], id, timestamp, body, true);
+        const result = await sender.send({
+          url: receiver.url,
+          eventType: 'deposit.confirmed',
+          body,
+          signature: signed.serviceSignature,
+          eventId: id,
+          webhookTimestamp: timestamp,
+          webhookSignature: signed.webhookSignature,
+        });
+        if (!result.ok) failures++;
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    await waitForCount(receiver, EVENTS, 300_000);
+    const receipts = await receiver.receipts();
+    const last = Math.max(...receipts.map(([, at]) => at));
+    if (failures > 0) throw new Error(`bare sender: ${failures} sends failed`);
+    return { burstRate: EVENTS / ((last - started) / 1000) };
+  } finally {
+    await sender.close();
+    await receiver.stop();
+  }
+}
+
 /**
  * How deliveries are signed: `service` only (X-Service-Signature, what signing cost before #15: the
  * baseline), `both` schemes (X-Service-Signature and Standard Webhooks' webhook-signature, the
@@ -154,7 +212,7 @@ async function waitForCount(
  */
 type Signing = 'service' | 'both' | 'rotation';
 
-async function outbound(engine: Engine, signing: Signing) {
+async function outbound(engine: Engine, signing: Signing, pacedRate: number) {
   const dir = mkdtempSync(path.join(tmpdir(), 'pys-bench-webhooks-'));
   const { db, drop } = await freshDatabase(engine, dir);
   const receiver = await startReceiver();
@@ -169,9 +227,7 @@ async function outbound(engine: Engine, signing: Signing) {
   if (signing === 'rotation') await destinations.rotate(destination.id, { graceMs: 3_600_000 });
   const sender = createSender({
     policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
-    extraCa: await import('node:fs').then((fs) =>
-      fs.readFileSync(path.join(ROOT, 'test/fixtures/tls/ca.pem')),
-    ),
+    extraCa: readFileSync(path.join(ROOT, 'test/fixtures/tls/ca.pem')),
   });
   const job = createDispatcher({
     db,
@@ -191,10 +247,10 @@ async function outbound(engine: Engine, signing: Signing) {
 
     // Paced: batches every 10 ms, sized to the rate.
     const commits = new Map<number, number>();
-    const perBatch = Math.round(PACED_RATE / 100);
+    const perBatch = Math.max(1, Math.round(pacedRate / 100));
     const started = Date.now();
     for (let sent = 0; sent < EVENTS; sent += perBatch) {
-      const due = started + (sent / PACED_RATE) * 1000;
+      const due = started + (sent / pacedRate) * 1000;
       const wait = due - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const count = Math.min(perBatch, EVENTS - sent);
@@ -257,6 +313,27 @@ function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ur
   });
 }
 
+/** The inbound baseline: bench/bare-inbound.ts in its own process, verifying `secret`. */
+function startBareInbound(secret: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT, 'bench/bare-inbound.ts')],
+    {
+      env: { ...process.env, BARE_SECRET: secret },
+      stdio: 'pipe',
+    },
+  );
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.stdout?.on('data', (d) => {
+      out += d;
+      const m = /listening (http:\S+)/.exec(out);
+      if (m?.[1]) resolve({ child, url: m[1] });
+    });
+    child.on('exit', (code) => reject(new Error(`bare inbound exited ${code}: ${out}`)));
+  });
+}
+
 async function inbound(engine: Engine) {
   const dir = mkdtempSync(path.join(tmpdir(), 'pys-bench-inbound-'));
   const masterKey = randomBytes(32);
@@ -281,11 +358,12 @@ async function inbound(engine: Engine) {
   });
   const body = JSON.stringify({ occurred_at: '2026-11-22T00:00:00Z', data: { source: 'bench' } });
   const signature = createHmac('sha256', secret).update(body).digest('hex');
+  const bare = await startBareInbound(secret);
   let i = 0;
   const run = randomBytes(3).toString('hex');
-  const request = (duration: number) =>
+  const request = (duration: number, target = service.url) =>
     autocannon({
-      url: service.url,
+      url: target,
       connections: 50,
       duration,
       requests: [
@@ -310,10 +388,16 @@ async function inbound(engine: Engine) {
       ],
     });
   try {
+    // Bare, service, bare: a load that drifts during the run weighs on both the same.
+    await request(2, bare.url); // warm-up
+    const bareBefore = await request(INBOUND_SECONDS, bare.url);
     await request(2); // warm-up
     const result = await request(INBOUND_SECONDS);
+    const bareAfter = await request(INBOUND_SECONDS, bare.url);
     return {
       engine,
+      bareRps: (bareBefore.requests.average + bareAfter.requests.average) / 2,
+      bareNon2xx: bareBefore.non2xx + bareAfter.non2xx,
       rps: result.requests.average,
       p50: result.latency.p50,
       p99: result.latency.p99,
@@ -325,6 +409,7 @@ async function inbound(engine: Engine) {
     const exited = new Promise((r) => service.child.once('exit', r));
     service.child.kill('SIGTERM');
     await exited;
+    bare.child.kill('SIGTERM');
     if (engine === 'postgres') await drop();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -383,8 +468,14 @@ for (const engine of engines) {
     // In the order A B C B A, averaged per signing, so that a load that drifts during the run
     // (a shared machine) weighs on each the same.
     const results = new Map<Signing, Array<Awaited<ReturnType<typeof outbound>>>>();
+    // The bare sender before and after the dispatcher's runs (drift weighs on both the same).
+    const bareBefore = await bareOutbound();
+    console.log(
+      `outbound bare sender (before): burst ${bareBefore.burstRate.toFixed(0)} deliveries/s`,
+    );
+    const pacedRate = Math.round(bareBefore.burstRate * PACED_SHARE[engine]);
     for (const signing of ['service', 'both', 'rotation', 'both', 'service'] as const) {
-      const o = await outbound(engine, signing);
+      const o = await outbound(engine, signing, pacedRate);
       results.set(signing, [...(results.get(signing) ?? []), o]);
       console.log(
         `outbound ${engine} [${signing}]: burst ${o.burstRate.toFixed(0)} deliveries/s (${EVENTS} in ${o.burstSeconds.toFixed(2)} s); ` +
@@ -397,6 +488,20 @@ for (const engine of engines) {
       const runs = results.get(signing) ?? [];
       return runs.reduce((sum, o) => sum + f(o), 0) / runs.length;
     };
+    const bareAfter = await bareOutbound();
+    console.log(
+      `outbound bare sender (after): burst ${bareAfter.burstRate.toFixed(0)} deliveries/s`,
+    );
+    const bareRate = (bareBefore.burstRate + bareAfter.burstRate) / 2;
+    const defaultRate = mean('both', (o) => o.burstRate);
+    const defaultP99 = mean('both', (o) => o.p99);
+    const share = PACED_SHARE[engine] === 1 / 3 ? 'a third' : 'a fifth';
+    console.log(
+      `outbound ${engine} vs bare sender (same run): burst ${defaultRate.toFixed(0)} / ${bareRate.toFixed(0)} = ${(defaultRate / bareRate).toFixed(2)} (goal ≥ 0.6); ` +
+        `paced at ${pacedRate} events/s (${share} of the bare sender's ${bareBefore.burstRate.toFixed(0)}/s): p99 ${defaultP99.toFixed(0)} ms` +
+        (engine === 'postgres' ? ' (goal < 50 ms)' : ' (goal: keeps up)') +
+        `, ${mean('both', (o) => o.pacedRate).toFixed(0)} deliveries/s`,
+    );
     const baseRate = mean('service', (o) => o.burstRate);
     for (const signing of SIGNINGS) {
       const rate = mean(signing, (o) => o.burstRate);
@@ -412,9 +517,10 @@ for (const engine of engines) {
   if (only === 'outbound') continue;
   const inb = await inbound(engine);
   console.log(
-    `inbound ${engine}: ${inb.rps.toFixed(0)} req/s, p50 ${inb.p50} ms, p99 ${inb.p99} ms (${inb.total} requests, non-2xx ${inb.non2xx}, errors ${inb.errors})`,
+    `inbound ${engine}: ${inb.rps.toFixed(0)} req/s, p50 ${inb.p50} ms, p99 ${inb.p99} ms (${inb.total} requests, non-2xx ${inb.non2xx}, errors ${inb.errors}); ` +
+      `bare route (same HMAC, same run) ${inb.bareRps.toFixed(0)} req/s: ratio ${(inb.rps / inb.bareRps).toFixed(2)} (goal ≥ 0.6)`,
   );
-  if (inb.non2xx > 0 || inb.errors > 0) failed = true;
+  if (inb.non2xx > 0 || inb.errors > 0 || inb.bareNon2xx > 0) failed = true;
 }
 if (failed) {
   console.error('bench:webhooks: some deliveries or requests failed');

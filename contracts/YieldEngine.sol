@@ -689,7 +689,7 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
             _underlying.withdraw(assets - idle, address(this), address(this));
         }
         // The shares burn before the asset leaves: the views answer as after the transfer.
-        _freeze(active - assets, total - assets);
+        _freeze(active.saturatingSub(assets), total.saturatingSub(assets));
         super._withdraw(caller, receiver, owner_, assets, shares);
         _thaw();
     }
@@ -839,7 +839,7 @@ contract YieldEngine is ERC4626, Ownable2Step, Pausable, ReentrancyGuard {
         if (fee > 0) emit RequestFeeCharged(requestId, gross, fee);
         if (feeShares > 0) _mintFee(feeShares, fee);
         // The paid assets are no longer reserved but still held: the views answer as after the transfer.
-        _freeze(activeAssets() - assets, totalAssets() - assets);
+        _freeze(activeAssets().saturatingSub(assets), totalAssets().saturatingSub(assets));
         IERC20(asset()).safeTransfer(receiver, assets);
         _thaw();
         emit Withdraw(msg.sender, receiver, msg.sender, assets, shares);

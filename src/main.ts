@@ -18,6 +18,7 @@ import { portalPublicUrl } from './portal/public-url.ts';
 import { createRedis, type Redis } from './redis.ts';
 import { buildApp, type ChainEntries } from './server/app.ts';
 import type { ChainRuntime } from './sync/chain-runtime.ts';
+import { type DemoState, waitForDemoHistory } from './sync/demo-readiness.ts';
 import { registerStateCollectors } from './telemetry/collectors.ts';
 import { type MetricsServer, startMetricsServer } from './telemetry/server.ts';
 import { registerTransactionCollectors } from './telemetry/transaction-collectors.ts';
@@ -38,6 +39,12 @@ export interface RunningService {
    * answers from the start. Rejects when the chains cannot be started.
    */
   ready: Promise<ServiceChains>;
+  /**
+   * Settles once the demo's history is computed, with its last day: from then on every quickstart
+   * call returns data (sync/demo-readiness.ts). Undefined when this start has no demo; never
+   * settles when the service stops first.
+   */
+  demoReady: Promise<string | undefined> | undefined;
   stop(): Promise<void>;
 }
 
@@ -94,6 +101,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const mailer = await mailerFromConfig(config);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
+  // The demo's state for /ready (sync/demo-readiness.ts): computing until its history is written.
+  const hasDemo = config.DEMO && !config.CHAINS_FILE;
+  let demoState: DemoState = hasDemo ? 'computing_history' : 'off';
+  const demoWatch = new AbortController();
+  let demoReadyResolve: (through: string | undefined) => void = () => {};
+  const demoReady = hasDemo
+    ? new Promise<string | undefined>((resolve) => {
+        demoReadyResolve = resolve;
+      })
+    : undefined;
   let metrics: MetricsServer | undefined;
   let unregisterCollectors: (() => void) | undefined;
   try {
@@ -124,6 +141,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         httpMetrics: config.METRICS_PORT !== undefined,
         redis,
         chains: apiChains,
+        demo: () => demoState,
         secretBox,
         embed: {
           assets: loadEmbedAssets(),
@@ -206,7 +224,19 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
             publicUrl: portalPublicUrl(config, listeningPort),
           });
         }
-      }
+        // Not awaited: the worker below computes the history being waited for.
+        void waitForDemoHistory({
+          db,
+          chainId: local.deployment.chainId,
+          logger,
+          signal: demoWatch.signal,
+        }).then((through) => {
+          if (demoWatch.signal.aborted) return;
+          demoState = 'ready';
+          logger.info({ through }, 'demo ready: history computed');
+          demoReadyResolve(through);
+        });
+      } else demoState = 'off';
       if (!stopRequested && config.ROLES.includes('worker')) {
         const jobs = buildWorkerJobs({
           db,
@@ -232,9 +262,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       metricsUrl: metrics?.url,
       db,
       ready,
+      demoReady,
       stop() {
         stopping ??= (async () => {
           stopRequested = true;
+          demoWatch.abort();
           // Work stuck on a peer that will not answer (a database connection gone silent, an RPC
           // node that accepts and never replies) would hold the stop until the hard exit. Past
           // half the shutdown timeout what is still in flight is cut or left behind, and the stop

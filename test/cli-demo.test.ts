@@ -74,12 +74,19 @@ describe('the demo', { timeout: 240_000 }, () => {
       60_000,
       'four launch deployments',
     );
-    // The processor computes the demo's history from the chain (the seed writes no snapshot).
+    // The processor computes the demo's history from the chain (the seed writes no snapshot); the
+    // service says once when that is done, on stdout for people and in /ready for scripts.
     await waitFor(
-      () => (p.stdout().includes('"msg":"daily snapshots written"') ? true : undefined),
-      60_000,
-      'the metrics backfill',
+      () =>
+        /^Demo ready: history computed through \d{4}-\d{2}-\d{2}; every quickstart call returns data/m.test(
+          p.stdout(),
+        )
+          ? true
+          : undefined,
+      90_000,
+      'the demo ready line',
     );
+    expect(p.stdout()).toContain('"msg":"daily snapshots written"');
 
     // The quickstart: demo-credentials.json holds everything a first call needs, and works.
     const file = path.join(dataDir, 'demo-credentials.json');
@@ -90,6 +97,10 @@ describe('the demo', { timeout: 240_000 }, () => {
     expect(creds.partners.map((x) => x.name)).toEqual(['Acme Wallet', 'Bravo Pay']);
     const call = (url: string, key: string) =>
       fetch(`${creds.base_url}${url}`, { headers: { 'x-api-key': key } });
+    const ready = (await (await fetch(`${creds.base_url}/ready`)).json()) as {
+      data: { demo: string };
+    };
+    expect(ready.data.demo).toBe('ready');
     for (const partner of creds.partners) {
       // One click into the portal: a fresh one-time sign-in link for the demo partner's owner.
       const port = new URL(creds.base_url).port;
@@ -190,7 +201,14 @@ describe('the demo', { timeout: 240_000 }, () => {
       .replace(/\}\s*\{"success"/g, '}\n{"success"')
       .split('\n');
     expect(answers).toHaveLength(7);
-    for (const answer of answers) expect(JSON.parse(answer)).toMatchObject({ success: true });
+    // Right after the ready line every call returns data: none is an empty list or a 503.
+    for (const answer of answers) {
+      const parsed = JSON.parse(answer) as { success: boolean; data: unknown };
+      expect(parsed).toMatchObject({ success: true });
+      if (Array.isArray(parsed.data)) expect(parsed.data.length).toBeGreaterThan(0);
+      const history = (parsed.data as { history?: unknown[] } | null)?.history;
+      if (Array.isArray(history)) expect(history.length).toBeGreaterThan(0);
+    }
 
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);

@@ -2,6 +2,7 @@
  * The operator CLI (`yield-service <command>`). `start` runs the service; the others are one-shot
  * operator commands. Configuration comes from the environment (see the README) for every command.
  */
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.ts';
 import { createLogger, drainLogs } from '../logger.ts';
@@ -111,6 +112,12 @@ async function runStart(ctx: CommandContext): Promise<void> {
     process.stdout.write(`Partner yield service listening on ${service.url}\n`);
   }
   if (service.metricsUrl) process.stdout.write(`Metrics on ${service.metricsUrl}\n`);
+  service.demoReady?.then((through) => {
+    if (shuttingDown) return;
+    process.stdout.write(
+      `Demo ready: history computed through ${through ?? 'today'}; every quickstart call returns data (keys in ${path.join(config.DATA_DIR, 'demo-credentials.json')})\n`,
+    );
+  });
   service.ready.then(
     (ready) => {
       if (ready.localRpcUrl) {

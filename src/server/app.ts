@@ -52,6 +52,8 @@ export interface AppDeps {
   chainReads?: { timeoutMs?: number; cacheMs?: number; headMs?: number };
   /** How often the read cache checks the read-model version (tests shorten it). */
   readCache?: { pollMs?: number };
+  /** The demo's state, reported by /ready (sync/demo-readiness.ts); absent: `off`. */
+  demo?: () => 'off' | 'computing_history' | 'ready';
   /** Clock of the date-window endpoints (tests pin it). */
   now?: () => Date;
   /** Clock (ms) of the in-memory rate-limit windows of the partner scope (tests drive it). */
@@ -105,6 +107,7 @@ export async function buildApp(deps: AppDeps) {
     db: deps.db,
     redis: deps.redis,
     chainRuntime: wired.chainRuntime,
+    demo: deps.demo ?? (() => 'off' as const),
   });
 
   app.addHook('onClose', wired.close);

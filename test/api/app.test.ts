@@ -46,7 +46,13 @@ describe('HTTP basics', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       success: true,
-      data: { status: 'ready', database: 'ok', redis: 'not_configured', chains: 'not_configured' },
+      data: {
+        status: 'ready',
+        database: 'ok',
+        redis: 'not_configured',
+        chains: 'not_configured',
+        demo: 'off',
+      },
     });
   });
 

@@ -33,7 +33,8 @@ export const healthRoutes: FastifyPluginAsync<{
   db: Database;
   redis?: Redis | undefined;
   chainRuntime: () => ChainRuntimeState;
-}> = async (app, { db, redis, chainRuntime }) => {
+  demo: () => 'off' | 'computing_history' | 'ready';
+}> = async (app, { db, redis, chainRuntime, demo }) => {
   app.get(
     '/health',
     {
@@ -74,6 +75,13 @@ export const healthRoutes: FastifyPluginAsync<{
               chains: Type.Union([Type.Literal('ok'), Type.Literal('not_configured')], {
                 description: 'The chain runtime (clients of every configured chain) is up',
               }),
+              demo: Type.Union(
+                [Type.Literal('off'), Type.Literal('computing_history'), Type.Literal('ready')],
+                {
+                  description:
+                    'The local demo: `computing_history` while its daily history is computed (apy-history, fee-stats and yield-calc have no data yet), `ready` once every quickstart call returns data, `off` without a demo. Readiness does not wait for it.',
+                },
+              ),
             }),
           }),
           ...errorResponses(['service_unavailable', 'internal_error']),
@@ -112,6 +120,7 @@ export const healthRoutes: FastifyPluginAsync<{
           database: 'ok' as const,
           redis: redis ? ('ok' as const) : ('not_configured' as const),
           chains,
+          demo: demo(),
         },
       };
     },

@@ -2101,6 +2101,11 @@ export interface operations {
                             chains: "ok" | "not_configured";
                             /** @enum {string} */
                             database: "ok";
+                            /**
+                             * @description The local demo: `computing_history` while its daily history is computed (apy-history, fee-stats and yield-calc have no data yet), `ready` once every quickstart call returns data, `off` without a demo. Readiness does not wait for it.
+                             * @enum {string}
+                             */
+                            demo: "off" | "computing_history" | "ready";
                             /** @enum {string} */
                             redis: "ok" | "not_configured";
                             /** @enum {string} */

@@ -68,15 +68,14 @@ export async function waitForDemoHistory(options: {
       options.logger.debug({ err }, 'demo history not readable yet');
     }
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, pollMs);
-      options.signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
+      // The listener goes with its timer: one per poll would pile up on the long-lived signal.
+      const done = () => {
+        clearTimeout(timer);
+        options.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, pollMs);
+      options.signal.addEventListener('abort', done, { once: true });
     });
   }
   return undefined;

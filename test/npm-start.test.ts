@@ -1,0 +1,102 @@
+/**
+ * `npm start` stops with everything it started (issue #30 item 5): SIGTERM or SIGINT to the npm
+ * process (the README's `npm start &`, then `kill %1`) reaches the service, which stops its local
+ * chain, within the shutdown timeout; no process of the service or its chain is left behind. The
+ * script `exec`s node, so no shell sits between npm (which forwards the signal) and the service.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from './helpers/process.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** Every descendant of `pid`, from the process table. */
+function descendants(pid: number): number[] {
+  const table = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of table) {
+      if (parent === p) {
+        out.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('npm start', { timeout: 180_000 }, () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    '%s to the npm process stops the service and its local chain, leaving nothing behind',
+    async (signal) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'pys-npm-start-'));
+      dirs.push(dir);
+      const npm = spawn('npm', ['start', '--silent'], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          DATA_DIR: dir,
+          PORT: '0',
+          LOCAL_CHAIN_PORT: '0',
+          LOCAL_CHAIN_DAYS: '2',
+          LOG_LEVEL: 'warn',
+          SHUTDOWN_TIMEOUT_MS: '10000',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      npm.stdout.on('data', (d) => {
+        out += d;
+      });
+      npm.stderr.on('data', (d) => {
+        out += d;
+      });
+      await waitFor(
+        () => (out.includes('Local chain RPC URL') ? true : undefined),
+        120_000,
+        'the chain',
+      );
+      const started = descendants(npm.pid!);
+      const commands = started.map((pid) =>
+        execFileSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8' }).trim(),
+      );
+      // The service and its anvil, under npm with no shell in between.
+      expect(commands.some((c) => c.includes('bin/yield-service.mjs start'))).toBe(true);
+      expect(commands.some((c) => c.includes('anvil'))).toBe(true);
+      expect(commands.some((c) => /^(\/bin\/)?sh /.test(c))).toBe(false);
+      const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
+      const sent = Date.now();
+      npm.kill(signal);
+      await exited;
+      await waitFor(
+        () => (started.every((pid) => !alive(pid)) ? true : undefined),
+        12_000,
+        `every process npm started to stop (${commands.join('; ')})`,
+      );
+      expect(Date.now() - sent).toBeLessThan(12_000);
+      expect(out).not.toMatch(/"level":(50|60)/);
+    },
+  );
+});

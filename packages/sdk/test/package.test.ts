@@ -135,6 +135,8 @@ describe('the packed package', () => {
       'cjs/package.json',
       'esm/engine/index.js',
       'cjs/engine/index.d.ts',
+      'esm/testing/index.js',
+      'cjs/testing/index.d.ts',
       'esm/generated/openapi.js',
     ]) {
       expect(packed, f).toContain(`dist/${f}`);
@@ -167,6 +169,44 @@ describe('the packed package', () => {
       "const sdk = require('@partner-yield/sdk');\nconst engine = require('@partner-yield/sdk/engine');",
     );
     expect(runNode('cjs.cjs', source)).toEqual(expected);
+  });
+
+  it('its testing entry works from a partner test suite, imported and required', () => {
+    const body = (load: string) => `${load}
+(async () => {
+  const secret = 'whsec_' + Buffer.from('a partner test secret of 32 byte').toString('base64');
+  const signed = await testing.signTestWebhook({ secret, type: 'deposit.confirmed', payload: { amount: '1' } });
+  const event = await sdk.verifyWebhook(signed.body, signed.headers, secret);
+  const mock = await testing.startMockApi();
+  const client = new sdk.PartnerYieldClient({ baseUrl: mock.url, apiKey: 'svc_test_any' });
+  const products = await client.listProducts();
+  const history = await client.getApyHistory(products[0].slug, { days: 7 });
+  await mock.close();
+  console.log(JSON.stringify({ type: event.type, data: event.data, slug: products[0].slug, days: history.length }));
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+    const want = {
+      type: 'deposit.confirmed',
+      data: { amount: '1' },
+      slug: 'acme-usdc-core',
+      days: 7,
+    };
+    expect(
+      runNode(
+        'testing.mjs',
+        body(
+          "import * as sdk from '@partner-yield/sdk';\nimport * as testing from '@partner-yield/sdk/testing';",
+        ),
+      ),
+    ).toEqual(want);
+    expect(
+      runNode(
+        'testing.cjs',
+        body(
+          "const sdk = require('@partner-yield/sdk');\nconst testing = require('@partner-yield/sdk/testing');",
+        ),
+      ),
+    ).toEqual(want);
   });
 
   // The engine entry's declarations lean on viem's (slow to check); the SDK's own build checks them.

@@ -124,9 +124,10 @@ const runNode = (file: string, source: string) => {
 };
 
 describe('the packed package', () => {
-  it('contains the builds, their declarations, the README and nothing else', () => {
+  it('contains the builds, their declarations, the README, the changelog and nothing else', () => {
     expect(packed).toContain('package.json');
     expect(packed).toContain('README.md');
+    expect(packed).toContain('CHANGELOG.md');
     for (const f of [
       'esm/index.js',
       'esm/index.d.ts',
@@ -142,7 +143,9 @@ describe('the packed package', () => {
       expect(packed, f).toContain(`dist/${f}`);
     }
     expect(
-      packed.filter((f) => !f.startsWith('dist/') && f !== 'package.json' && f !== 'README.md'),
+      packed.filter(
+        (f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'CHANGELOG.md'].includes(f),
+      ),
     ).toEqual([]);
     expect(packed.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
   });

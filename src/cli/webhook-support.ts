@@ -38,6 +38,7 @@ export function lazySecretBox(config: Config): SecretBox {
   return {
     encrypt: (secret, context) => open().encrypt(secret, context),
     decrypt: (ciphertext, context) => open().decrypt(ciphertext, context),
+    deriveKey: (purpose) => open().deriveKey(purpose),
   };
 }
 

@@ -136,12 +136,30 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     route.schema = { ...route.schema, hide: true };
   });
 
+  // The service's box (destination and inbound secrets must open in the dispatcher and the API);
+  // tests without one get a random key of this process.
+  const box = opts.secretBox ?? createSecretBox(randomBytes(32));
+
   await app.register(formbody, { bodyLimit: 16 * 1024 });
   await app.register(cookie);
+  // A form's token is bound to the session it was shown in (its cookie's id, HMAC'd with a key
+  // derived from the master key, the same in every API process): a token and CSRF cookie of one
+  // member's session do not work with another's session cookie, even if planted from a sibling
+  // host. Signed-out forms (sign-in) are bound to "no session".
+  // (The library refuses an empty user info: a signed-out form is bound to a fixed word.)
+  const sessionOf = (request: FastifyRequest) => request.cookies[SESSION_COOKIE] || 'signed-out';
   await app.register(csrf, {
     sessionPlugin: '@fastify/cookie',
     cookieKey: 'portal_csrf',
     cookieOpts: { path: base() || '/', httpOnly: true, sameSite: 'lax', secure: ctx.secure() },
+    getUserInfo: sessionOf,
+    csrfOpts: { hmacKey: box.deriveKey('portal csrf') },
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    const generate = reply.generateCsrf;
+    reply.generateCsrf = (options) =>
+      generate.call(reply, { userInfo: sessionOf(request), ...options });
+    done();
   });
   await app.register(rateLimit, {
     global: false,
@@ -168,9 +186,20 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     customTypes: /^text\/html/,
   });
 
-  // Every state change carries the form's CSRF token; checked before the session and the handler.
+  // Every state change comes from the portal's own pages (Origin and Sec-Fetch-Site, when the
+  // browser sends them) and carries the form's CSRF token; checked before the session and the
+  // handler.
   app.addHook('preValidation', (request, reply, done) => {
     if (request.method === 'GET' || request.method === 'HEAD') return done();
+    if (!sameOrigin(request, opts.publicUrl)) {
+      return done(
+        new PortalError(
+          403,
+          'Request from another site',
+          'This change was sent from a page that is not the portal. Open the portal and try again there.',
+        ),
+      );
+    }
     app.csrfProtection(request, reply, done);
   });
 
@@ -266,9 +295,6 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   await app.register(teamRoutes(ctx));
   await app.register(auditRoutes(ctx));
   await app.register(accountRoutes(ctx));
-  // The service's box (destination and inbound secrets must open in the dispatcher and the API);
-  // tests without one get a random key of this process.
-  const box = opts.secretBox ?? createSecretBox(randomBytes(32));
   await app.register(webhooksRoutes(ctx, box));
   await app.register(webhookEditRoutes(ctx, box));
   await app.register(inboundRoutes(ctx, box));
@@ -280,6 +306,29 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   );
   await app.register(passkeyRoutes(ctx, box, limit));
 };
+
+/**
+ * Whether a state change comes from the portal's own origin. `Sec-Fetch-Site` (sent by every
+ * current browser) must be `same-origin`; `Origin`, when present and not `null`, must be this
+ * request's own origin or the portal's public one. A client that sends neither (not a browser) is
+ * judged by the CSRF token alone.
+ */
+function sameOrigin(request: FastifyRequest, publicUrl: () => string): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin') return false;
+  const origin = request.headers.origin;
+  // `null` says nothing: the portal's own pages send it (their Referrer-Policy is no-referrer,
+  // which makes a browser serialise a form POST's origin as null); Sec-Fetch-Site above decides.
+  if (origin === undefined || origin === 'null') return true;
+  const own = `${request.protocol}://${request.headers.host ?? ''}`;
+  let configured: string | undefined;
+  try {
+    configured = new URL(publicUrl()).origin;
+  } catch {
+    configured = undefined;
+  }
+  return origin === own || origin === configured;
+}
 
 function codeFor(status: number): string {
   return (

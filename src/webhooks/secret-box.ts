@@ -8,7 +8,7 @@
  * shares a database must share the key.
  */
 
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BaseError, type BaseErrorOptions } from '../errors.ts';
@@ -21,6 +21,11 @@ export interface SecretBox {
   /** `context` names the row the secret belongs to (e.g. a destination id). */
   encrypt(secret: string, context: string): string;
   decrypt(ciphertext: string, context: string): string;
+  /**
+   * A 32-byte key for `purpose`, derived from the master key (HMAC-SHA256): the same in every
+   * process of one deployment, and never the master key itself.
+   */
+  deriveKey(purpose: string): Buffer;
 }
 
 export class MasterKeyError extends BaseError<'master_key_invalid'> {
@@ -86,6 +91,9 @@ export function createSecretBox(masterKey: Buffer): SecretBox {
   if (masterKey.length !== KEY_BYTES) throw new MasterKeyError('the master key must be 32 bytes');
   const key = Buffer.from(masterKey);
   return {
+    deriveKey(purpose) {
+      return createHmac('sha256', key).update(`partner-yield derived key: ${purpose}`).digest();
+    },
     encrypt(secret, context) {
       const iv = randomBytes(IV_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, iv);

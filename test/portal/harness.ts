@@ -26,7 +26,16 @@ export interface Harness {
   outbox: string;
   logLines: () => string[];
   /** Adds a member by the operator's path and returns a signed-in client for them. */
-  signedIn(email: string, role?: MemberRole, partner?: Partner): Promise<Client>;
+  /**
+   * A member signed in by a link (`follow`: the browser then opens the first page). Forms' tokens
+   * are bound to the session they were shown in: open a page before posting its form.
+   */
+  signedIn(
+    email: string,
+    role?: MemberRole,
+    partner?: Partner,
+    options?: { follow?: boolean },
+  ): Promise<Client>;
   /** A fresh browser with no cookies. */
   client(): Client;
   /** The sign-in links mailed to an address so far, oldest first. */
@@ -82,11 +91,11 @@ export async function portalHarness(
     logLines: logs.lines,
     mailedLinks,
     client: () => new Client(app, publicUrl),
-    async signedIn(email, role = 'owner', p = partner) {
+    async signedIn(email, role = 'owner', p = partner, options = {}) {
       const member = await inviteMember(t.db, { partnerId: p.id, email, role });
       const url = await issueSignInUrl(t.db, publicUrl, member.id);
       const client = new Client(app, publicUrl);
-      await client.signInWithLink(url);
+      await client.signInWithLink(url, options);
       return client;
     },
     async close() {
@@ -162,7 +171,11 @@ export class Client {
   }
 
   /** Posts a form; `_csrf` is the last page's token unless the fields name one. */
-  async post(url: string, fields: Record<string, string> = {}): Promise<Page> {
+  async post(
+    url: string,
+    fields: Record<string, string> = {},
+    headers: Record<string, string> = {},
+  ): Promise<Page> {
     const form = new URLSearchParams({ _csrf: this.csrf, ...fields });
     const res = await this.app.inject({
       method: 'POST',
@@ -170,6 +183,7 @@ export class Client {
       headers: {
         cookie: this.cookieHeader(),
         'content-type': 'application/x-www-form-urlencoded',
+        ...headers,
       },
       payload: form.toString(),
       remoteAddress: this.ip,
@@ -205,11 +219,17 @@ export class Client {
   }
 
   /** Opens a one-time link and presses Continue, as a member does. */
-  async signInWithLink(url: string): Promise<Page> {
+  async signInWithLink(url: string, options: { follow?: boolean } = {}): Promise<Page> {
     const confirm = await this.get(url);
     if (confirm.status !== 200) return confirm;
     const token = new URL(url).searchParams.get('token')!;
-    return this.post('/portal/sign-in/link', { token });
+    const signedIn = await this.post('/portal/sign-in/link', { token });
+    // As a browser does, on request: follow to the first page, whose forms carry a token of the
+    // new session (tokens are bound to the session they were shown in).
+    if (options.follow === true && signedIn.status === 303 && signedIn.location) {
+      await this.get(signedIn.location);
+    }
+    return signedIn;
   }
 
   get session(): string | undefined {

@@ -157,6 +157,7 @@ describe('sessions', () => {
     const owner = await h.signedIn(email('owner'));
     const first = owner.session!;
     const addr = email('rot');
+    await owner.get('/portal/live/team');
     await owner.post('/portal/live/team', { email: addr, role: 'viewer' });
     const c = h.client();
     const res = await c.signInWithLink(h.mailedLinks(addr)[0]!);
@@ -203,6 +204,7 @@ describe('sessions', () => {
   it('signs out one session, or every session of the member', async () => {
     const addr = email('many');
     const owner = await h.signedIn(email('owner'));
+    await owner.get('/portal/live/team');
     await owner.post('/portal/live/team', { email: addr, role: 'developer' });
     const [laptop, phone, tablet] = [h.client(), h.client(), h.client()];
     for (const c of [laptop, phone, tablet]) {
@@ -615,5 +617,58 @@ describe('compression', () => {
     expect(keys).toMatch(/href="\/portal\/live\/account"[^>]* hx-boost="false"/);
     expect((await c.get('/portal/live/account')).body).toContain('simplewebauthn.js');
     expect((await h.client().get('/portal/sign-in')).body).toContain('webauthn.js');
+  });
+});
+
+// After the key tests: a key created here by another member made the later roll test's revocation
+// check fail (a read-cache staleness found in this session, noted on issue #31; it predates these
+// tests and reproduces with any live key created by another member first).
+describe('CSRF: bound to the session, same origin only', () => {
+  it('binds a token to its session: another member’s token and CSRF cookie do not work with this session', async () => {
+    const victim = await h.signedIn(email('csrf-victim'));
+    const attacker = await h.signedIn(email('csrf-attacker'));
+    await attacker.get('/portal/live/keys');
+    await victim.get('/portal/live/keys');
+    // The attacker plants their own CSRF cookie beside the victim's session (a sibling host can)
+    // and submits their own, valid, token.
+    victim.cookies.set('portal_csrf', attacker.cookies.get('portal_csrf')!);
+    const res = await victim.post('/portal/live/keys', { name: 'Planted', _csrf: attacker.csrf });
+    expect(res.status).toBe(403);
+    expect(text(res.body)).toContain('This form has expired');
+    expect((await h.t.db.query("SELECT 1 FROM api_keys WHERE name = 'Planted'")).rows).toEqual([]);
+    // The attacker's pair still works in the attacker's own session.
+    expect((await attacker.post('/portal/live/keys', { name: 'Own' })).status).toBeLessThan(400);
+  });
+
+  it('refuses a state change sent from another site (Origin, Sec-Fetch-Site), with a valid token', async () => {
+    const c = await h.signedIn(email('csrf-origin'));
+    for (const headers of [
+      { origin: 'https://evil.example' },
+      { origin: 'null', 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site', origin: 'http://localhost' },
+    ]) {
+      await c.get('/portal/live/keys');
+      const res = await c.post('/portal/live/keys', { name: 'Foreign' }, headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(text(res.body)).toContain('Request from another site');
+    }
+    expect((await h.t.db.query("SELECT 1 FROM api_keys WHERE name = 'Foreign'")).rows).toEqual([]);
+    // The portal's own pages, as a browser sends them: Origin null (the pages' Referrer-Policy is
+    // no-referrer) with Sec-Fetch-Site same-origin.
+    await c.get('/portal/live/keys');
+    const nullOrigin = await c.post(
+      '/portal/live/keys',
+      { name: 'Null origin' },
+      { origin: 'null', 'sec-fetch-site': 'same-origin' },
+    );
+    expect(nullOrigin.status).toBeLessThan(400);
+    await c.get('/portal/live/keys');
+    const own = await c.post(
+      '/portal/live/keys',
+      { name: 'Same origin' },
+      { origin: 'http://localhost', 'sec-fetch-site': 'same-origin' },
+    );
+    expect(own.status).toBeLessThan(400);
   });
 });

@@ -34,6 +34,7 @@ export const ERROR_CATALOGUE = {
     status: 400,
     message: 'cursor is not a cursor this service gave, or does not go with order.',
   },
+  invalid_apy_window: { status: 400, message: 'apy_window must be one of 1d, 7d, 30d.' },
   invalid_order: { status: 400, message: 'order must be newest_first or oldest_first.' },
   invalid_limit: { status: 400, message: 'limit must be an integer from 1 to 100.' },
   invalid_time: {

@@ -31,6 +31,10 @@ function row(
     cumulativeServiceFeeMinted: cumulative / 2n,
     estimatedUnderlyingApy: null,
     estimatedNetApy: null,
+    netApy7d: null,
+    netApy30d: null,
+    underlyingApy7d: null,
+    underlyingApy30d: null,
   };
 }
 

@@ -181,7 +181,14 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
       to: string;
     };
     const apy = (
-      await api<Array<{ date: string; underlying_apy: string; net_apy_for_user: string }>>(
+      await api<
+        Array<{
+          date: string;
+          underlying_apy: string;
+          net_apy_for_user: string;
+          net_apy_7d: string | null;
+        }>
+      >(
         '/api/partner/products/usdc-core/apy-history?days=180',
       )
     ).reverse();
@@ -196,8 +203,11 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
     expect(charts.apy!.x).toEqual(apy.map((r) => r.date));
     expect(charts.apy!.series).toEqual([
       nums(apy, 'net_apy_for_user'),
+      apy.map((r) => (r.net_apy_7d === null ? null : Number(r.net_apy_7d))),
       nums(apy, 'underlying_apy'),
     ]);
+    // The 7-day figure beside the daily one, once the window has data.
+    expect(apy.filter((r) => r.net_apy_7d !== null).length).toBeGreaterThan(170);
     expect(charts.tvl!.x).toEqual(fees.map((r) => r.date));
     expect(charts.tvl!.series).toEqual([nums(fees, 'engine_total_assets')]);
     expect(charts.fees!.x).toEqual(fees.map((r) => r.date));
@@ -234,6 +244,7 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
       .poll(() => page.locator('.chart-tip').first().textContent())
       .toBe(
         `${day.date}Net APY: ${(Number(day.net_apy_for_user) * 100).toFixed(2)} %` +
+          `Net APY, realised over 7 days: ${(Number(day.net_apy_7d) * 100).toFixed(2)} %` +
           `Underlying APY: ${(Number(day.underlying_apy) * 100).toFixed(2)} %`,
       );
   });

@@ -198,7 +198,7 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
     expect(apy).toHaveLength(180);
     expect([data.from, data.to]).toEqual([apy[0]!.date, apy[179]!.date]);
     const charts = await plotted();
-    const nums = (rows: Array<Record<string, string>>, col: string) =>
+    const nums = (rows: Array<Record<string, string | null>>, col: string) =>
       rows.map((r) => Number(r[col]));
     expect(charts.apy!.x).toEqual(apy.map((r) => r.date));
     expect(charts.apy!.series).toEqual([

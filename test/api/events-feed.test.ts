@@ -18,15 +18,21 @@ import type { Database } from '../../src/db/client.ts';
 import { createEventsRepo } from '../../src/db/events.ts';
 import { createProductsRepo, type Product } from '../../src/db/products.ts';
 import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
-import { applyPauseReasons } from '../../src/sync/lifecycle/status.ts';
 import { createIndexer } from '../../src/sync/indexer.ts';
+import { applyPauseReasons } from '../../src/sync/lifecycle/status.ts';
 import { createMetricsProcessor } from '../../src/sync/metrics.ts';
 import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
 import { createDispatcher } from '../../src/webhooks/dispatcher.ts';
 import { outboundPayload } from '../../src/webhooks/event-catalogue.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { createSender } from '../../src/webhooks/sender.ts';
-import { address, buildTestApp, deployed, newProduct, partnerWithKey } from '../helpers/builders.ts';
+import {
+  address,
+  buildTestApp,
+  deployed,
+  newProduct,
+  partnerWithKey,
+} from '../helpers/builders.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { type HttpsReceiver, startHttpsReceiver, testCaPem } from '../helpers/https-receiver.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -208,31 +214,34 @@ describe.each(storageEngines())('the events feed on %s', (engine) => {
     ['acmeLive', '/acme-live'],
     ['acmeTest', '/acme-test'],
     ['bravoLive', '/bravo-live'],
-  ] as const)('lists exactly what the %s destination received: ids, payload bytes, headers', async (who, path) => {
-    const got = received(path);
-    const listed = await all(app, keys[who], 'oldest_first');
-    expect(listed.map((e) => e.id).sort()).toEqual([...got.keys()].sort());
-    for (const e of listed) {
-      const r = got.get(e.id)!;
-      // The stored payload text, spliced in unchanged: the very bytes the delivery carried.
-      expect(JSON.stringify(e.payload)).toBe(r.body.toString('utf8'));
-      expect(e.type).toBe(r.headers['x-service-event']);
-      expect(String(e.sequence)).toBe(r.headers['x-service-sequence']);
-      expect(String(e.partner_sequence)).toBe(r.headers['x-service-partner-sequence']);
-      expect(e.product_slug).toBe(e.payload.slug);
-    }
-    const seqs = listed.map((e) => e.partner_sequence);
-    for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!);
-    // Per product, the sequence increases in the order the events were stored.
-    const last = new Map<string, number>();
-    for (const e of listed) {
-      expect(e.sequence!).toBeGreaterThan(last.get(e.product_slug!) ?? 0);
-      last.set(e.product_slug!, e.sequence!);
-    }
-    // Newest first is the same list reversed, through another page size.
-    const newest = await all(app, keys[who], 'newest_first', {}, 5);
-    expect(newest.map((e) => e.id)).toEqual(listed.map((e) => e.id).reverse());
-  });
+  ] as const)(
+    'lists exactly what the %s destination received: ids, payload bytes, headers',
+    async (who, path) => {
+      const got = received(path);
+      const listed = await all(app, keys[who], 'oldest_first');
+      expect(listed.map((e) => e.id).sort()).toEqual([...got.keys()].sort());
+      for (const e of listed) {
+        const r = got.get(e.id)!;
+        // The stored payload text, spliced in unchanged: the very bytes the delivery carried.
+        expect(JSON.stringify(e.payload)).toBe(r.body.toString('utf8'));
+        expect(e.type).toBe(r.headers['x-service-event']);
+        expect(String(e.sequence)).toBe(r.headers['x-service-sequence']);
+        expect(String(e.partner_sequence)).toBe(r.headers['x-service-partner-sequence']);
+        expect(e.product_slug).toBe(e.payload.slug);
+      }
+      const seqs = listed.map((e) => e.partner_sequence);
+      for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!);
+      // Per product, the sequence increases in the order the events were stored.
+      const last = new Map<string, number>();
+      for (const e of listed) {
+        expect(e.sequence!).toBeGreaterThan(last.get(e.product_slug!) ?? 0);
+        last.set(e.product_slug!, e.sequence!);
+      }
+      // Newest first is the same list reversed, through another page size.
+      const newest = await all(app, keys[who], 'newest_first', {}, 5);
+      expect(newest.map((e) => e.id)).toEqual(listed.map((e) => e.id).reverse());
+    },
+  );
 
   it('covers deposits, redeems, alerts and the pause', async () => {
     const types = new Set((await all(app, keys.acmeLive, 'oldest_first')).map((e) => e.type));

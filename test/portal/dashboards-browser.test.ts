@@ -188,9 +188,7 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
           net_apy_for_user: string;
           net_apy_7d: string | null;
         }>
-      >(
-        '/api/partner/products/usdc-core/apy-history?days=180',
-      )
+      >('/api/partner/products/usdc-core/apy-history?days=180')
     ).reverse();
     const fees = await api<Array<Record<string, string>>>(
       `/api/partner/products/usdc-core/fee-stats?start_date=${data.from}&end_date=${data.to}`,

@@ -37,22 +37,13 @@ afterAll(async () => {
 });
 
 /** ((a1/s1)/(a0/s0))^(365/days) − 1 with decimal.js, 6 places half away from zero. */
-function referenceApy(
-  a0: bigint,
-  s0: bigint,
-  a1: bigint,
-  s1: bigint,
-  days: number,
-): string | null {
+function referenceApy(a0: bigint, s0: bigint, a1: bigint, s1: bigint, days: number): string | null {
   if (a0 === 0n || s0 === 0n || a1 === 0n || s1 === 0n) return null;
   const D = Decimal.clone({ precision: 120 });
   const ratio = new D(a1.toString())
     .div(s1.toString())
     .div(new D(a0.toString()).div(s0.toString()));
-  const s = ratio
-    .pow(new D(365).div(days))
-    .minus(1)
-    .toFixed(6, Decimal.ROUND_HALF_UP);
+  const s = ratio.pow(new D(365).div(days)).minus(1).toFixed(6, Decimal.ROUND_HALF_UP);
   return s === '-0.000000' ? '0.000000' : s;
 }
 

@@ -11,7 +11,8 @@
   const day = (d) => Date.parse(`${d}T00:00:00Z`) / 1000;
   // A figure not known yet (a realised APY before its window has data) is a gap, not a zero.
   const num = (column) => column.map((v) => (v === null ? null : Number(v)));
-  const pct = (s) => (s === null ? 'not yet (under 7 days of history)' : `${(Number(s) * 100).toFixed(2)} %`);
+  const pct = (s) =>
+    s === null ? 'not yet (under 7 days of history)' : `${(Number(s) * 100).toFixed(2)} %`;
   const NET7 = '#0a7d3c';
   const NET = '#0b57d0';
   const UNDERLYING = '#3d4852';

@@ -19,6 +19,7 @@ import { ApiError } from '../../http/errors.ts';
 import type { ReadCache } from '../../http/read-cache.ts';
 import { sendCachedJsonText } from '../../http/read-cache.ts';
 import { Ok } from '../../http/schemas.ts';
+import { createTtlCache } from '../../http/ttl-cache.ts';
 import { isOutboundEventType, SUBSCRIBABLE_EVENT_TYPES } from '../../webhooks/event-catalogue.ts';
 import { partnerOf } from '../partner-identity.ts';
 import { findOwnedProduct } from '../product-access.ts';
@@ -162,8 +163,14 @@ export function eventsRoute(deps: {
   events: EventsRepo;
   retentionDays: number;
   now?: () => Date;
+  /** How long the newest partner_seq read is reused (default 1 s; 0 reads it per request). */
+  freshnessMs?: number;
 }): FastifyPluginAsyncTypebox {
   const now = deps.now ?? (() => new Date());
+  // The newest number, read at most once a second per partner environment: a page is at most that
+  // far behind the newest event (the next request sees it; nothing is skipped), and the request
+  // path does no database round trip on a cache hit (bench:api: 688 → see docs/decisions.md).
+  const newest = createTtlCache<bigint>(deps.freshnessMs ?? 1_000, 10_000);
   return async (app) => {
     app.get(
       '/api/partner/events',
@@ -259,10 +266,12 @@ export function eventsRoute(deps: {
         const storedSince = new Date(
           Math.floor((t - deps.retentionDays * DAY_MS) / RETENTION_STEP_MS) * RETENTION_STEP_MS,
         );
-        // The newest number given so far keys the cache: a new event makes a new key, and a page
-        // read under a key can only be stale for events stored after it (none are missed: a
-        // forward page ends where it ends, and the next one starts there).
-        const last = await deps.events.lastPartnerSeq(caller.partnerId, caller.environment);
+        // The newest number given so far keys the cache: a new event makes a new key (within the
+        // freshness above), and a page read under a key can only lack events stored after it
+        // (none are missed: a forward page ends where it ends, and the next one starts there).
+        const last = await newest.get(`${caller.partnerId}:${caller.environment}`, () =>
+          deps.events.lastPartnerSeq(caller.partnerId, caller.environment),
+        );
         const key = [
           'events',
           caller.partnerId,

@@ -169,7 +169,7 @@ export function eventsRoute(deps: {
   const now = deps.now ?? (() => new Date());
   // The newest number, read at most once a second per partner environment: a page is at most that
   // far behind the newest event (the next request sees it; nothing is skipped), and the request
-  // path does no database round trip on a cache hit (bench:api: 688 → see docs/decisions.md).
+  // path does no database round trip on a cache hit (figures in docs/decisions.md, "Events feed").
   const newest = createTtlCache<bigint>(deps.freshnessMs ?? 1_000, 10_000);
   return async (app) => {
     app.get(

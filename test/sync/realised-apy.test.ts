@@ -12,11 +12,13 @@ import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../../src/chain/client.ts';
 import { yieldEngineAbi, yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import type { Product } from '../../src/db/products.ts';
 import { createSnapshotsRepo, type Snapshot } from '../../src/db/snapshots.ts';
 import { createLogger } from '../../src/logger.ts';
 import { addDays } from '../../src/sync/day-boundary.ts';
 import { createMetricsProcessor } from '../../src/sync/metrics.ts';
+import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
 import { type LocalHistory, provisionEngines, startHistory } from './metrics-helpers.ts';
 
@@ -149,6 +151,49 @@ describe.each(storageEngines())('realised APYs over the demo history on %s', (en
     expect(checked).toBeGreaterThan(4 * (2 * DAYS - 40));
     expect(nonZero).toBeGreaterThan(checked / 2);
   }, 600_000);
+
+  it('serves them: latest_metrics, apy-history rows, and yield-calc from a chosen window', async () => {
+    const repo = createSnapshotsRepo(test.db);
+    const product = products.find((p) => p.status === 'active')!;
+    const { key } = await createApiKeysRepo(test.db).create(product.partnerId, product.environment);
+    const last = (await repo.listRange(product.id, '2000-01-01', '2100-01-01')).at(-1)!;
+    expect(last.netApy7d).not.toBeNull();
+    expect(last.netApy30d).not.toBeNull();
+    const app = await buildTestApp({
+      db: test.db,
+      now: () => new Date((history.deployment.historyEndTimestamp + 3600) * 1000),
+    });
+    try {
+      const get = async (url: string) => {
+        const res = await app.inject({ url, headers: { 'x-api-key': key } });
+        expect(res.statusCode, res.body).toBe(200);
+        return res.json().data;
+      };
+      const detail = await get(`/api/partner/products/${product.slug}`);
+      expect(detail.latest_metrics).toMatchObject({
+        as_of_date: last.date,
+        net_apy_7d: last.netApy7d,
+        net_apy_30d: last.netApy30d,
+        underlying_apy_7d: last.underlyingApy7d,
+        underlying_apy_30d: last.underlyingApy30d,
+      });
+      const rows = await get(`/api/partner/products/${product.slug}/apy-history?days=30`);
+      expect(rows[0]).toMatchObject({ date: last.date, net_apy_7d: last.netApy7d });
+      const daily = await get(`/api/partner/products/${product.slug}/yield-calc?amount=1000`);
+      expect(daily).toMatchObject({ net_apy_for_user: last.netApyForUser, apy_window: '1d' });
+      for (const [w, apy] of [
+        ['7d', last.netApy7d],
+        ['30d', last.netApy30d],
+      ] as const) {
+        const p = await get(
+          `/api/partner/products/${product.slug}/yield-calc?amount=1000&apy_window=${w}`,
+        );
+        expect(p).toMatchObject({ net_apy_for_user: apy, apy_window: w, apy_basis: 'engine' });
+      }
+    } finally {
+      await app.close();
+    }
+  });
 
   it('smooths the daily figure: the 30-day figure moves less from day to day than the daily one', async () => {
     const repo = createSnapshotsRepo(test.db);

@@ -150,6 +150,20 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       /"msg":"daily snapshots written"/,
     );
     children.push(first.child);
+    // The events feed is measured at a page of 100: let the indexer store the history's events
+    // (it runs beside the metrics processor) before the worker stops.
+    const firstUrl = /listening on (http:\/\/\S+)/.exec(first.out())?.[1];
+    const demo = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
+    let stored = 0;
+    for (let t = 0; t < 600 && firstUrl && stored < 100; t++) {
+      const r = await fetch(`${firstUrl}/api/partner/events?limit=100`, {
+        headers: { 'x-api-key': demo.partners[0].live.api_key },
+      });
+      if (r.status === 200)
+        stored = ((await r.json()) as { data: { events: unknown[] } }).data.events.length;
+      if (stored < 100) await new Promise((r) => setTimeout(r, 200));
+    }
+    console.log(`  events feed: ${stored >= 100 ? 'a full page of 100' : `only ${stored}`} stored`);
     await stop(first.child);
     console.log(`  ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
@@ -203,6 +217,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
         name: 'fee-stats 365 d',
         path: `/api/partner/products/${slug}/fee-stats?start_date=${day(365 * 86_400_000)}&end_date=${day(0)}`,
       },
+      // Issue #35: the events feed, newest first, a page of 100 (the largest page).
+      { name: 'events feed, page of 100', path: '/api/partner/events?limit=100' },
     ].map((l, i) => ({ ...l, file: path.join(dataDir, `bare-body-${i}.json`), bytes: 0 }));
     for (const l of lists) {
       const res = await fetch(`${base}${l.path}`, { headers: { 'x-api-key': keys[0]! } });

@@ -243,6 +243,13 @@ const settings = {
     parse: integer(30, 3650),
     default: '30',
   },
+  EVENTS_FEED_RETENTION_DAYS: {
+    describe:
+      'The events feed (`GET /api/partner/events`) lists the events stored within this many days; older ones stay stored (deliveries and replays refer to them) but are no longer listed.',
+    expects: 'an integer from 1 to 3650',
+    parse: integer(1, 3650),
+    default: '30',
+  },
   PORTAL_PUBLIC_URL: {
     describe:
       'Public address of the partner portal, which the api role serves under `/portal`: sign-in links, passkeys and cookies use it. Set it when the portal has its own origin (a proxy in front of `/portal`); HTTPS makes its cookies Secure. Unset: `/portal` of the address the service listens on (`localhost` for a loopback host, so passkeys work).',

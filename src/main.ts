@@ -143,6 +143,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         chains: apiChains,
         demo: () => demoState,
         secretBox,
+        eventsRetentionDays: config.EVENTS_FEED_RETENTION_DAYS,
         embed: {
           assets: loadEmbedAssets(),
           ratePerMinute: config.EMBED_RATE_LIMIT_PER_MINUTE,

@@ -288,6 +288,11 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
               ? `After fees, from the share price change of ${p.as_of_date} (UTC), annualised. Not a guarantee.`
               : 'Measured after the first full day.'}
           </p>
+          {p.net_apy_7d && (
+            <p class="hint">
+              Over the last 7 days: <strong>{displayApy(p.net_apy_7d)}</strong>
+            </p>
+          )}
         </div>
         <div>
           <p class="label">Total deposited</p>

@@ -23,6 +23,10 @@ type Json = Record<string, unknown>;
 export const TAGS = [
   { name: 'Products', description: "The caller's products and their daily figures." },
   { name: 'Positions', description: "A wallet's position and a product's operational status." },
+  {
+    name: 'Events',
+    description: 'The events sent to your webhook destinations, listed: catch up and reconcile.',
+  },
   { name: 'Webhooks', description: 'Events the partner pushes to the service (inbound).' },
   { name: 'Probes', description: 'Liveness and readiness, without a key.' },
 ];

@@ -77,6 +77,8 @@ export interface PreparedChunk {
 export interface PreparedEvents {
   readonly chunks: readonly PreparedChunk[];
   readonly count: number;
+  /** The partner environments the events belong to, sorted: their counters are locked in this order. */
+  readonly partners: readonly { partnerId: string; environment: string }[];
 }
 
 /**
@@ -99,7 +101,44 @@ export function prepareEvents(
     for (let j = i; j < end; j++) text += line(events[j] as IndexedEvent);
     chunks.push({ text, count: end - i });
   }
-  return { chunks, count: events.length };
+  const keys = new Map<string, { partnerId: string; environment: string }>();
+  for (const e of events) {
+    keys.set(`${e.partnerId}\u0000${e.environment}`, {
+      partnerId: e.partnerId,
+      environment: e.environment,
+    });
+  }
+  const partners = [...keys.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, v]) => v);
+  return { chunks, count: events.length, partners };
+}
+
+/**
+ * Locks the event counters of every partner environment the events belong to, in sorted order
+ * (migration 0042): the events trigger then takes them one row at a time in chain order, and two
+ * writers of several partners (indexers of two chains) would otherwise lock them in opposite orders
+ * and deadlock. A missing counter row is made first (at 0, the next event takes 1).
+ */
+async function lockPartnerCounters(
+  tx: Queryable,
+  partners: PreparedEvents['partners'],
+): Promise<void> {
+  if (partners.length === 0) return;
+  const ids = JSON.stringify(partners.map((p) => [p.partnerId, p.environment]));
+  await tx.query(
+    `INSERT INTO event_sequences (partner_id, environment, product_id, last_value)
+     SELECT k->>0, k->>1, '', 0 FROM json_array_elements($1::json) WITH ORDINALITY AS j(k, ord)
+     ORDER BY ord
+     ON CONFLICT DO NOTHING`,
+    [ids],
+  );
+  await tx.query(
+    `SELECT 1 FROM event_sequences s
+     JOIN json_array_elements($1::json) AS j(k) ON s.partner_id = k->>0 AND s.environment = k->>1
+     WHERE s.product_id = ''
+     ORDER BY s.partner_id, s.environment
+     FOR UPDATE OF s`,
+    [ids],
+  );
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -139,6 +178,7 @@ export async function insertPrepared(
 ): Promise<number> {
   let inserted = 0;
   let written = 0;
+  await lockPartnerCounters(tx, prepared.partners);
   for (const chunk of prepared.chunks) {
     inserted += await insertChunk(tx, chunk);
     written += chunk.count;

@@ -41,6 +41,29 @@ export interface StoredEvent {
   blockNumber: bigint | null;
   txHash: string | null;
   logIndex: number | null;
+  /** Strictly increasing per partner environment (migration 0042); null for a test event. */
+  partnerSeq: bigint | null;
+  /** Strictly increasing per product; null for a test event or an event of no product. */
+  productSeq: bigint | null;
+  /** When the event was stored (and so became deliverable). */
+  createdAt: Date;
+}
+
+/** What the events feed asks for: one partner environment's events, in partner_seq order. */
+export interface FeedQuery {
+  partnerId: string;
+  environment: Environment;
+  /** `asc`: partner_seq above `after` (from a cursor forward); `desc`: below `before` (newest first). */
+  order: 'asc' | 'desc';
+  after?: bigint;
+  before?: bigint;
+  types?: readonly string[];
+  productId?: string;
+  occurredSince?: Date;
+  occurredBefore?: Date;
+  /** Retention: events stored before this are not listed. */
+  storedSince: Date;
+  limit: number;
 }
 
 interface EventRow {
@@ -58,6 +81,9 @@ interface EventRow {
   block_number: string | null;
   tx_hash: string | null;
   log_index: number | null;
+  partner_seq: string | null;
+  product_seq: string | null;
+  created_at: Date;
 }
 
 const toEvent = (r: EventRow): StoredEvent => ({
@@ -76,6 +102,9 @@ const toEvent = (r: EventRow): StoredEvent => ({
   blockNumber: r.block_number === null ? null : BigInt(r.block_number),
   txHash: r.tx_hash,
   logIndex: r.log_index,
+  partnerSeq: r.partner_seq === null ? null : BigInt(r.partner_seq),
+  productSeq: r.product_seq === null ? null : BigInt(r.product_seq),
+  createdAt: r.created_at,
 });
 
 /** Dedupe keys of the spec's "Deduplication keys" table. */
@@ -130,6 +159,50 @@ export function createEventsRepo(db: Queryable) {
         [filter.eventType ?? null, filter.productId ?? null],
       );
       return rows.map(toEvent);
+    },
+
+    /**
+     * A page of the events feed. Test events (`ping`) have no partner_seq and are never listed.
+     * partner_seq becomes visible in order (migration 0042), so paging forward with `after` misses
+     * no event that commits later.
+     */
+    async feed(q: FeedQuery): Promise<StoredEvent[]> {
+      const { rows } = await db.query<EventRow>(
+        `SELECT * FROM events
+         WHERE partner_id = $1 AND environment = $2 AND partner_seq IS NOT NULL
+           AND ($3::bigint IS NULL OR partner_seq > $3)
+           AND ($4::bigint IS NULL OR partner_seq < $4)
+           AND ($5::json IS NULL OR event_type IN (SELECT json_array_elements_text($5::json)))
+           AND ($6::text IS NULL OR product_id = $6)
+           AND ($7::timestamptz IS NULL OR occurred_at >= $7)
+           AND ($8::timestamptz IS NULL OR occurred_at < $8)
+           AND created_at >= $9
+         ORDER BY partner_seq ${q.order === 'asc' ? 'ASC' : 'DESC'}
+         LIMIT $10`,
+        [
+          q.partnerId,
+          q.environment,
+          q.after?.toString() ?? null,
+          q.before?.toString() ?? null,
+          q.types && q.types.length > 0 ? JSON.stringify(q.types) : null,
+          q.productId ?? null,
+          q.occurredSince ?? null,
+          q.occurredBefore ?? null,
+          q.storedSince,
+          q.limit,
+        ],
+      );
+      return rows.map(toEvent);
+    },
+
+    /** The newest partner_seq given in a partner environment (0 before its first event). */
+    async lastPartnerSeq(partnerId: string, environment: Environment): Promise<bigint> {
+      const { rows } = await db.query<{ last_value: string }>(
+        `SELECT last_value FROM event_sequences
+         WHERE partner_id = $1 AND environment = $2 AND product_id = ''`,
+        [partnerId, environment],
+      );
+      return rows[0] ? BigInt(rows[0].last_value) : 0n;
     },
   };
 }

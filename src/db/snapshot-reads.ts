@@ -38,6 +38,11 @@ export interface SnapshotView {
   /** The launch-day estimate of a row without its own APYs (else null). */
   estimatedUnderlyingApy: string | null;
   estimatedNetApy: string | null;
+  /** Realised APYs over the 7 and 30 days ending at the row (migration 0043); null until known. */
+  netApy7d: string | null;
+  netApy30d: string | null;
+  underlyingApy7d: string | null;
+  underlyingApy30d: string | null;
 }
 
 /** Where an APY figure comes from: the engine's own day, or the underlying's day with the fees. */
@@ -75,6 +80,10 @@ interface Row {
   service_fee_pending: string | null;
   estimated_underlying_apy: string | null;
   estimated_net_apy: string | null;
+  net_apy_7d: string | null;
+  net_apy_30d: string | null;
+  underlying_apy_7d: string | null;
+  underlying_apy_30d: string | null;
 }
 
 const big = (v: string | null) => (v === null ? null : BigInt(v));
@@ -94,12 +103,16 @@ const toView = (r: Row): SnapshotView => ({
   cumulativeServiceFeeMinted: BigInt(r.service_fee_assets_total),
   estimatedUnderlyingApy: r.estimated_underlying_apy,
   estimatedNetApy: r.estimated_net_apy,
+  netApy7d: r.net_apy_7d,
+  netApy30d: r.net_apy_30d,
+  underlyingApy7d: r.underlying_apy_7d,
+  underlyingApy30d: r.underlying_apy_30d,
 });
 
 const COLUMNS = `product_id, date, engine_total_assets, underlying_apy, net_apy_for_user,
   daily_yield_assets, daily_partner_fee, daily_service_fee, partner_fee_assets_total,
   service_fee_assets_total, partner_fee_pending, service_fee_pending, estimated_underlying_apy,
-  estimated_net_apy`;
+  estimated_net_apy, net_apy_7d, net_apy_30d, underlying_apy_7d, underlying_apy_30d`;
 
 export function createSnapshotReads(db: Queryable) {
   return {
@@ -150,6 +163,21 @@ export function createSnapshotReads(db: Queryable) {
       return row.net_apy_for_user !== null
         ? { value: row.net_apy_for_user, basis: 'engine' }
         : { value: row.estimated_net_apy!, basis: 'underlying_estimate' };
+    },
+
+    /**
+     * The net APY realised over the last `days` days (migration 0043) of the newest final row that
+     * has one; undefined when none has (the product is younger than the window).
+     */
+    async latestRealisedNetApy(productId: string, days: 7 | 30): Promise<string | undefined> {
+      const column = days === 7 ? 'net_apy_7d' : 'net_apy_30d';
+      const { rows } = await db.query<{ apy: string }>(
+        `SELECT ${column} AS apy FROM daily_snapshots
+         WHERE product_id = $1 AND ${column} IS NOT NULL AND NOT provisional
+         ORDER BY date DESC LIMIT 1`,
+        [productId],
+      );
+      return rows[0]?.apy;
     },
 
     /** Snapshots with an APY in [from, to], newest first. */

@@ -67,6 +67,15 @@ export interface Snapshot {
    */
   estimatedUnderlyingApy?: string | null;
   estimatedNetApy?: string | null;
+  /**
+   * Realised APYs (migration 0043): from the share prices at the boundaries of D−7 / D−30 and D,
+   * annualised like the daily figure (src/sync/metrics/compute.ts, realisedApys). Null until the
+   * window's first row exists. Absent: null.
+   */
+  netApy7d?: string | null;
+  netApy30d?: string | null;
+  underlyingApy7d?: string | null;
+  underlyingApy30d?: string | null;
 }
 
 /** True for a row the processor built on (neither provisional nor written before 0021). */
@@ -100,6 +109,10 @@ interface SnapshotRow {
   block_hash: `0x${string}` | null;
   engine_pool_assets: string | null;
   engine_pool_supply: string | null;
+  net_apy_7d: string | null;
+  net_apy_30d: string | null;
+  underlying_apy_7d: string | null;
+  underlying_apy_30d: string | null;
 }
 
 const COLUMNS = [
@@ -128,12 +141,16 @@ const COLUMNS = [
   'block_hash',
   'engine_pool_assets',
   'engine_pool_supply',
+  'net_apy_7d',
+  'net_apy_30d',
+  'underlying_apy_7d',
+  'underlying_apy_30d',
 ] as const;
 
 const SELECT = `SELECT ${COLUMNS.join(', ')} FROM daily_snapshots`;
 /** A real row the processor relies on: not provisional, and written since migration 0021. */
 const FINAL = 'NOT provisional AND partner_fee_pending IS NOT NULL';
-/** Rows per INSERT statement: 25 parameters each keeps a statement well under PostgreSQL's 65,535. */
+/** Rows per INSERT statement: 29 parameters each keeps a statement well under PostgreSQL's 65,535. */
 const INSERT_CHUNK = 500;
 
 const big = (v: string) => BigInt(v);
@@ -166,6 +183,10 @@ function toSnapshot(r: SnapshotRow): Snapshot {
     blockHash: r.block_hash,
     enginePoolAssets: bigOrNull(r.engine_pool_assets),
     enginePoolSupply: bigOrNull(r.engine_pool_supply),
+    netApy7d: r.net_apy_7d,
+    netApy30d: r.net_apy_30d,
+    underlyingApy7d: r.underlying_apy_7d,
+    underlyingApy30d: r.underlying_apy_30d,
   };
 }
 
@@ -197,6 +218,10 @@ function params(s: Snapshot): unknown[] {
     s.blockHash ?? null,
     str(s.enginePoolAssets ?? null),
     str(s.enginePoolSupply ?? null),
+    s.netApy7d ?? null,
+    s.netApy30d ?? null,
+    s.underlyingApy7d ?? null,
+    s.underlyingApy30d ?? null,
   ];
 }
 

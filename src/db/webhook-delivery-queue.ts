@@ -39,6 +39,9 @@ export interface ClaimedDelivery {
   previousSecretCiphertext: string | null;
   /** When the event was committed (for latency figures). */
   eventCreatedAt: Date;
+  /** The event's numbers (migration 0042): per product, and per partner environment. */
+  productSeq: bigint | null;
+  partnerSeq: bigint | null;
 }
 
 export interface AttemptOutcome {
@@ -75,6 +78,8 @@ interface ClaimRow {
   secret_ciphertext: string;
   previous_secret_ciphertext: string | null;
   event_created_at: Date;
+  product_seq: string | null;
+  partner_seq: string | null;
 }
 
 export function createDeliveryQueue(db: Queryable) {
@@ -102,7 +107,7 @@ export function createDeliveryQueue(db: Queryable) {
                    w.secret_ciphertext,
                    CASE WHEN w.previous_secret_expires_at > now()
                         THEN w.previous_secret_ciphertext END AS previous_secret_ciphertext,
-                   e.created_at AS event_created_at`,
+                   e.created_at AS event_created_at, e.product_seq, e.partner_seq`,
         [limit, leaseMs],
       );
       return rows.map((r) => ({
@@ -117,6 +122,8 @@ export function createDeliveryQueue(db: Queryable) {
         secretCiphertext: r.secret_ciphertext,
         previousSecretCiphertext: r.previous_secret_ciphertext,
         eventCreatedAt: r.event_created_at,
+        productSeq: r.product_seq === null ? null : BigInt(r.product_seq),
+        partnerSeq: r.partner_seq === null ? null : BigInt(r.partner_seq),
       }));
     },
 

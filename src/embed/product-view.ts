@@ -37,6 +37,11 @@ export interface EmbedProductView {
   scheduled_fee_change: { service_fee_bps: number; partner_fee_bps: number; at: string } | null;
   /** Net APY after fees (decimal fraction, 6 places) of the last full day; null before one exists. */
   net_apy: string | null;
+  /**
+   * Net APY realised over the 7 days ending at `as_of_date` (the API's latest_metrics.net_apy_7d),
+   * shown beside the daily figure; null until the product has 7 days of history.
+   */
+  net_apy_7d: string | null;
   /** UTC day the APY and TVL were measured on. */
   as_of_date: string | null;
   /** Engine total assets, whole asset units. */
@@ -120,6 +125,7 @@ export function buildProductView(
       at: new Date(Number(scheduled.effectiveAt) * 1000).toISOString(),
     },
     net_apy: snapshot?.netApyForUser ?? snapshot?.estimatedNetApy ?? null,
+    net_apy_7d: snapshot?.netApy7d ?? null,
     as_of_date: snapshot?.date ?? null,
     tvl: snapshot ? formatUnits(snapshot.engineTotalAssets, product.assetDecimals) : null,
     usd_price: product.usdPrice ?? '1',

@@ -95,6 +95,8 @@ export function wireDependencies(options: WiringOptions): ApiDependencies {
     latestFor: (ids) => cache.get(`latest:${ids.join(',')}`, () => reads.latestFor(ids)),
     latestFinalDate: (id) => cache.get(`final:${id}`, () => reads.latestFinalDate(id)),
     latestNetApy: (id) => cache.get(`apy:${id}`, () => reads.latestNetApy(id)),
+    latestRealisedNetApy: (id, days) =>
+      cache.get(`apy${days}d:${id}`, () => reads.latestRealisedNetApy(id, days)),
     apyHistory: (id, from, to) =>
       cache.get(`history:${id}:${from}:${to}`, () => reads.apyHistory(id, from, to)),
     feeStats: (id, from, to) =>

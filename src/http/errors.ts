@@ -30,6 +30,18 @@ export const ERROR_CATALOGUE = {
   range_too_large: { status: 400, message: 'The date span must not exceed 365 days.' },
   invalid_days: { status: 400, message: 'days must be one of 7, 30, 180.' },
   invalid_date: { status: 400, message: 'Dates must be real YYYY-MM-DD days, start before end.' },
+  invalid_cursor: {
+    status: 400,
+    message: 'cursor is not a cursor this service gave, or does not go with order.',
+  },
+  invalid_apy_window: { status: 400, message: 'apy_window must be one of 1d, 7d, 30d.' },
+  invalid_order: { status: 400, message: 'order must be newest_first or oldest_first.' },
+  invalid_limit: { status: 400, message: 'limit must be an integer from 1 to 100.' },
+  invalid_time: {
+    status: 400,
+    message:
+      'Times must be ISO 8601 date-times in UTC (…Z), occurred_since before occurred_before.',
+  },
   signature_mismatch: { status: 401, message: 'The signature does not verify.' },
   missing_idempotency_key: { status: 400, message: 'The Idempotency-Key header is required.' },
   unknown_event: { status: 400, message: 'The event type is not accepted.' },

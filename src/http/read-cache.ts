@@ -117,8 +117,22 @@ export async function sendCachedJson(
   key: string,
   build: () => Promise<unknown>,
 ): Promise<void> {
+  return sendCachedJsonText(cache, request, reply, key, async () => JSON.stringify(await build()));
+}
+
+/**
+ * sendCachedJson for a body the route renders as JSON text itself (the events feed splices in each
+ * event's stored payload text as it is, so the feed carries the very bytes a webhook sends).
+ */
+export async function sendCachedJsonText(
+  cache: ReadCache,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  key: string,
+  build: () => Promise<string>,
+): Promise<void> {
   const body = await cache.get<CachedBody>(`body:${key}`, async () => ({
-    identity: Buffer.from(JSON.stringify(await build()), 'utf8'),
+    identity: Buffer.from(await build(), 'utf8'),
   }));
   // The answer depends on Accept-Encoding: shared caches must key on it.
   reply.header('vary', 'accept-encoding');

@@ -56,6 +56,10 @@ export const SlugParams = Type.Object({
 export const DecimalString = (description: string) =>
   Type.String({ pattern: '^-?[0-9]+(\\.[0-9]+)?$', description });
 
+/** A realised APY (issue #35): a 6-place decimal fraction, or null until its window has data. */
+export const RealisedApy = (description: string) =>
+  Type.Union([DecimalString(description), Type.Null()], { description });
+
 /** The acknowledgement of an inbound event; the spec gives it unwrapped (no `data`). */
 export const InboundAck = Type.Object(
   {

@@ -25,6 +25,8 @@ export interface ChartData {
     date: string[];
     underlying_apy: string[];
     net_apy_for_user: string[];
+    /** Net APY realised over the 7 days ending at the row (issue #35); null until 7 days exist. */
+    net_apy_7d: (string | null)[];
     engine_total_assets: string[];
   };
   fee_stats: {
@@ -54,6 +56,8 @@ export interface CompactChartData {
     /** Underlying APY in millionths; `n`: underlying minus net APY, millionths. */
     u: Int[];
     n: Int[];
+    /** Net APY realised over 7 days, millionths, as its distance below `u` like `n`; null: none yet. */
+    n7: (Int | null)[];
     /** TVL in base units, as differences from the row before (the first from zero). */
     tvl: Int[];
   };
@@ -123,6 +127,11 @@ export function encodeChartData(input: {
       n: apy.map((r) =>
         int(toBaseUnits(r.underlyingApy ?? '0', 6) - toBaseUnits(r.netApyForUser ?? '0', 6)),
       ),
+      n7: apy.map((r) =>
+        r.netApy7d === null
+          ? null
+          : int(toBaseUnits(r.underlyingApy ?? '0', 6) - toBaseUnits(r.netApy7d, 6)),
+      ),
       tvl: differences(apy.map((r) => r.engineTotalAssets)),
     },
     fees: {
@@ -178,6 +187,9 @@ export function decodeChartData(c: CompactChartData): ChartData {
       date: dates(c.apy.d0, c.apy.dd),
       underlying_apy: c.apy.u.map((v) => fraction(BigInt(v))),
       net_apy_for_user: c.apy.n.map((v, i) => fraction(BigInt(c.apy.u[i]!) - BigInt(v))),
+      net_apy_7d: (c.apy.n7 ?? []).map((v, i) =>
+        v === null ? null : fraction(BigInt(c.apy.u[i]!) - BigInt(v)),
+      ),
       engine_total_assets: sums(c.apy.tvl).map(units),
     },
     fee_stats: {

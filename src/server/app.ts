@@ -9,6 +9,7 @@ import Fastify, { LogController } from 'fastify';
 import { registerOpenApi } from '../api/openapi.ts';
 import { partnerScope } from '../api/partner-scope.ts';
 import { apyHistoryRoute } from '../api/routes/apy-history.ts';
+import { DEFAULT_EVENTS_RETENTION_DAYS, eventsRoute } from '../api/routes/events.ts';
 import { feeScheduleRoute } from '../api/routes/fee-schedule.ts';
 import { feeStatsRoute } from '../api/routes/fee-stats.ts';
 import { healthRoutes } from '../api/routes/health.ts';
@@ -19,6 +20,7 @@ import { productsRoutes } from '../api/routes/products.ts';
 import { yieldCalcRoute } from '../api/routes/yield-calc.ts';
 import type { Database } from '../db/client.ts';
 import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
+import { createEventsRepo } from '../db/events.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
@@ -60,6 +62,8 @@ export interface AppDeps {
   rateClock?: () => number;
   /** Decrypts the partners' inbound webhook secrets. Without it every inbound request is refused. */
   secretBox?: SecretBox;
+  /** How many days back the events feed lists (EVENTS_FEED_RETENTION_DAYS); default 30. */
+  eventsRetentionDays?: number;
   /** The partner portal, served under /portal (owned by src/portal); absent: no portal. */
   portal?: Omit<PortalOptions, 'db' | 'logger' | 'redis'>;
   /** The embed, served under /embed (owned by src/embed); absent: no embed. */
@@ -125,6 +129,13 @@ export async function buildApp(deps: AppDeps) {
       productHealthRoute({ products, chain }),
       feeScheduleRoute({ products, chain }),
       positionRoute({ products, chain }),
+      eventsRoute({
+        cache,
+        products,
+        events: createEventsRepo(deps.db),
+        retentionDays: deps.eventsRetentionDays ?? DEFAULT_EVENTS_RETENTION_DAYS,
+        ...clock,
+      }),
       inboundWebhookRoute({
         products,
         secrets: wired.inboundSecrets,

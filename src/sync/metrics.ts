@@ -19,7 +19,7 @@ import { confirmedBlock } from '../chain/confirmed-head.ts';
 import type { Database } from '../db/client.ts';
 import { createEventsRepo, dedupeKey } from '../db/events.ts';
 import { createProductsRepo } from '../db/products.ts';
-import { createSnapshotsRepo, type Snapshot } from '../db/snapshots.ts';
+import { createSnapshotsRepo, isFinal, type Snapshot } from '../db/snapshots.ts';
 import type { Logger } from '../logger.ts';
 import { createPeriodicJob, type Job } from '../worker/runner.ts';
 import {
@@ -31,7 +31,12 @@ import {
   utcDate,
 } from './day-boundary.ts';
 import { createBoundaryReader } from './metrics/boundary-reads.ts';
-import { computeSnapshot, dailyAlerts } from './metrics/compute.ts';
+import {
+  computeSnapshot,
+  dailyAlerts,
+  REALISED_WINDOWS,
+  withRealisedApys,
+} from './metrics/compute.ts';
 import { createFlowReader, type FlowReader } from './metrics/flows.ts';
 import { type ProductPlan, planProduct, searchStart } from './metrics/plan.ts';
 import { REORG_CHECK_DAYS, removeReorgedDays } from './metrics/reorg-check.ts';
@@ -231,11 +236,27 @@ export function createMetricsProcessor(deps: MetricsProcessorDeps): MetricsProce
     const rows: Snapshot[] = [];
     const alerts: { row: Snapshot; alert: ReturnType<typeof dailyAlerts>[number] }[] = [];
     const computed = new Map<string, Snapshot>();
+    // The stored rows that may start a realised-APY window of a missing day (up to 30 days back).
+    const windowStarts = new Map<string, Snapshot>();
+    const firstDay = plan.days[0];
+    if (firstDay !== undefined) {
+      const stored = await createSnapshotsRepo(db).listRange(
+        product.id,
+        addDays(firstDay, -Math.max(...REALISED_WINDOWS)),
+        addDays(firstDay, -1),
+      );
+      for (const r of stored) if (isFinal(r)) windowStarts.set(r.date, r);
+    }
+    const windowStart = (day: string, n: number) => {
+      const d = addDays(day, -n);
+      return computed.get(d) ?? plan.existing.get(d) ?? windowStarts.get(d) ?? null;
+    };
     for (const [i, day] of plan.days.entries()) {
       const prevDay = addDays(day, -1);
       const prev = computed.get(prevDay) ?? plan.existing.get(prevDay) ?? null;
       const row = computeSnapshot(product.id, day, reads[i]!, flows.get(day)!, prev);
       row.blockHash = hashes[i]!;
+      withRealisedApys(row, (n) => windowStart(day, n));
       if (row.underlyingApy === null || row.netApyForUser === null) {
         // No APY of the engine's own (its first day, or an empty engine): the launch-day
         // estimate from the underlying's day (underlying-estimate.ts). With a previous row its

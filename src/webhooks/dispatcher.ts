@@ -183,6 +183,8 @@ export function createDispatcher(options: DispatcherOptions) {
         url: d.url,
         eventType: d.eventType,
         body: d.payload,
+        sequence: d.productSeq,
+        partnerSequence: d.partnerSeq,
         ...sign(d),
         beforeBody: () => countAsSent(d),
       });

@@ -476,6 +476,22 @@ const DELIVERY_HEADERS: NonNullable<OpenAPIV3_2.PathItemObject['parameters']> = 
       'Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library.',
     schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+=*( v1,[A-Za-z0-9+/]+=*)*$' },
   },
+  {
+    name: 'X-Service-Sequence',
+    in: 'header',
+    required: false,
+    description:
+      "The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too).",
+    schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+  },
+  {
+    name: 'X-Service-Partner-Sequence',
+    in: 'header',
+    required: false,
+    description:
+      'Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`.',
+    schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+  },
 ];
 
 /**

@@ -36,6 +36,13 @@ export interface SendRequest {
   webhookTimestamp?: number;
   webhookSignature?: string;
   /**
+   * `X-Service-Sequence`: the event's number, strictly increasing per product; and
+   * `X-Service-Partner-Sequence`, strictly increasing per partner environment (migration 0042).
+   * Sent when given (a test event has neither; an event of no product has no product number).
+   */
+  sequence?: bigint | null;
+  partnerSequence?: bigint | null;
+  /**
    * Awaited once the connection is open and before any byte of the request is written (the
    * dispatcher counts the attempt there, so an attempt counts only when it really goes out). When
    * it rejects nothing is sent, and the result says `notSent`.
@@ -276,6 +283,10 @@ export function createSender(options: SenderOptions): Sender {
                 'webhook-timestamp': String(req.webhookTimestamp),
                 'webhook-signature': req.webhookSignature,
               }),
+          ...(req.sequence == null ? {} : { 'x-service-sequence': String(req.sequence) }),
+          ...(req.partnerSequence == null
+            ? {}
+            : { 'x-service-partner-sequence': String(req.partnerSequence) }),
           'user-agent': userAgent,
         },
         body,

@@ -194,6 +194,7 @@ describe('OpenAPI document', () => {
       const values: Record<string, string[]> = {
         days: ['7', 'abc'],
         amount: ['100', 'abc'],
+        apy_window: ['7d', 'weekly'],
         address: [A(77), 'nope'],
         start_date: ['2026-01-01', 'nope', '2020-01-01'],
         end_date: ['2026-01-31', '2026-13-40'],

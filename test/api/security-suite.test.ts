@@ -13,10 +13,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RATE_LIMITS } from '../../src/api/partner-scope.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
+import { createEventsRepo } from '../../src/db/events.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createProductsRepo, type Environment } from '../../src/db/products.ts';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/http/errors.ts';
 import type { buildApp } from '../../src/server/app.ts';
+import { outboundPayload } from '../../src/webhooks/event-catalogue.ts';
 import { buildTestApp, deployed, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -139,6 +141,7 @@ describe('the security suite, on every authenticated route', () => {
       'GET /api/partner/products/{slug}/health',
       'GET /api/partner/products/{slug}/position',
       'POST /api/partner/webhooks/inbound',
+      'GET /api/partner/events',
     ]) {
       expect(paths).toContain(p);
     }
@@ -215,6 +218,49 @@ describe('the security suite, on every authenticated route', () => {
       const where = `${op.method} ${op.path}`;
       expectEnvelope(await send(op, 'acme-sandbox', keys.live), 'not_found', where);
       expectEnvelope(await send(op, 'acme-live', sandbox), 'not_found', where);
+    }
+  });
+
+  it("the events feed: another partner's or the other environment's events never appear", async () => {
+    const events = createEventsRepo(t.db);
+    const products = createProductsRepo(t.db);
+    const stored = new Map<string, string>(); // event id → `${slug}`
+    for (const slug of ['acme-live', 'acme-sandbox', 'bravo-live']) {
+      const p = (await products.getBySlug(slug))!;
+      const e = await events.insert({
+        partnerId: p.partnerId,
+        environment: p.environment,
+        productId: p.id,
+        eventType: 'vault_pause',
+        dedupeKey: `security-suite:${slug}`,
+        payload: outboundPayload('vault_pause', { slug, status: 'paused' }),
+        occurredAt: new Date(),
+      });
+      stored.set(e!.id, slug);
+    }
+    const sandbox = await newSandboxKey();
+    for (const [key, slug] of [
+      [keys.live, 'acme-live'],
+      [sandbox, 'acme-sandbox'],
+      [keys.bravo, 'bravo-live'],
+    ] as const) {
+      for (const order of ['newest_first', 'oldest_first']) {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/partner/events?order=${order}&limit=100`,
+          headers: { 'x-api-key': key },
+        });
+        expect(res.statusCode, res.body).toBe(200);
+        const listed = (res.json().data.events as Array<{ id: string }>).map((e) => e.id);
+        expect(listed.map((id) => stored.get(id))).toEqual([slug]);
+      }
+      // A product filter naming another partner's product is refused, as the product routes do.
+      const other = await app.inject({
+        method: 'GET',
+        url: `/api/partner/events?product=${slug === 'bravo-live' ? 'acme-live' : 'bravo-live'}`,
+        headers: { 'x-api-key': key },
+      });
+      expect(other.json().code).toBe('not_owned');
     }
   });
 

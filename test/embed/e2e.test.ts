@@ -214,8 +214,8 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       DATA_DIR: dataDir,
       PORT: '0',
       LOCAL_CHAIN_PORT: '0',
-      // Three days give the screenshots a measured APY; two are enough for the checks.
-      LOCAL_CHAIN_DAYS: process.env.EMBED_SCREENSHOTS === '1' ? '3' : '2',
+      // Nine days give the screenshots a measured APY and its 7-day figure; two are enough for the checks.
+      LOCAL_CHAIN_DAYS: process.env.EMBED_SCREENSHOTS === '1' ? '9' : '2',
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',
       WEBHOOK_CA_FILE: TLS_CA,
     });

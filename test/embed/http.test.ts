@@ -254,6 +254,7 @@ describe('the product view', () => {
     expect(view.tvl).toBe(api.latest_metrics.engine_total_assets);
     expect(view.tvl).toBe('1234567.891234');
     expect(view.net_apy).toBe(api.latest_metrics.net_apy_for_user);
+    expect(view.net_apy_7d).toBe(api.latest_metrics.net_apy_7d);
     expect(view.as_of_date).toBe('2026-11-21');
     expect(view).toMatchObject({
       service_fee_bps: api.service_fee_bps,

@@ -18,6 +18,8 @@ export interface SnapshotRow {
   /** Pending fees at the boundary (default 0; null writes a row as before migration 0021). */
   partnerFeePending?: bigint | null;
   serviceFeePending?: bigint | null;
+  /** Net APY realised over 7 days (migration 0043); default null, as on rows written before it. */
+  netApy7d?: string | null;
 }
 
 export async function insertSnapshots(db: Queryable, productId: string, rows: SnapshotRow[]) {
@@ -27,8 +29,8 @@ export async function insertSnapshots(db: Queryable, productId: string, rows: Sn
          engine_total_assets, engine_total_supply, underlying_total_assets, underlying_total_supply,
          service_fee_assets_total, partner_fee_assets_total, underlying_apy, net_apy_for_user,
          daily_yield_assets, daily_partner_fee, daily_service_fee, service_fee_pending,
-         partner_fee_pending)
-       VALUES ($1, $2, $3, $4, $5, $5, 0, 0, $12, $6, $7, $8, $9, $10, $11, $13, $14)`,
+         partner_fee_pending, net_apy_7d)
+       VALUES ($1, $2, $3, $4, $5, $5, 0, 0, $12, $6, $7, $8, $9, $10, $11, $13, $14, $15)`,
       [
         productId,
         r.date,
@@ -56,6 +58,7 @@ export async function insertSnapshots(db: Queryable, productId: string, rows: Sn
         (r.serviceFeeTotal ?? 0n).toString(),
         r.serviceFeePending === null ? null : (r.serviceFeePending ?? 0n).toString(),
         r.partnerFeePending === null ? null : (r.partnerFeePending ?? 0n).toString(),
+        r.netApy7d ?? null,
       ],
     );
   }

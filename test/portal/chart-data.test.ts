@@ -31,6 +31,10 @@ function row(
     cumulativeServiceFeeMinted: cumulative / 2n,
     estimatedUnderlyingApy: null,
     estimatedNetApy: null,
+    netApy7d: date === '2026-03-02' ? '0.049871' : null,
+    netApy30d: null,
+    underlyingApy7d: null,
+    underlyingApy30d: null,
   };
 }
 
@@ -56,6 +60,7 @@ describe('compact chart data', () => {
     date: rows.map((r) => r.date),
     underlying_apy: rows.map((r) => r.underlyingApy),
     net_apy_for_user: rows.map((r) => r.netApyForUser),
+    net_apy_7d: rows.map((r) => r.netApy7d),
     engine_total_assets: rows.map((r) => formatUnits(r.engineTotalAssets, 18)),
   };
 

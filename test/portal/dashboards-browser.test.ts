@@ -181,9 +181,14 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
       to: string;
     };
     const apy = (
-      await api<Array<{ date: string; underlying_apy: string; net_apy_for_user: string }>>(
-        '/api/partner/products/usdc-core/apy-history?days=180',
-      )
+      await api<
+        Array<{
+          date: string;
+          underlying_apy: string;
+          net_apy_for_user: string;
+          net_apy_7d: string | null;
+        }>
+      >('/api/partner/products/usdc-core/apy-history?days=180')
     ).reverse();
     const fees = await api<Array<Record<string, string>>>(
       `/api/partner/products/usdc-core/fee-stats?start_date=${data.from}&end_date=${data.to}`,
@@ -191,13 +196,16 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
     expect(apy).toHaveLength(180);
     expect([data.from, data.to]).toEqual([apy[0]!.date, apy[179]!.date]);
     const charts = await plotted();
-    const nums = (rows: Array<Record<string, string>>, col: string) =>
+    const nums = (rows: Array<Record<string, string | null>>, col: string) =>
       rows.map((r) => Number(r[col]));
     expect(charts.apy!.x).toEqual(apy.map((r) => r.date));
     expect(charts.apy!.series).toEqual([
       nums(apy, 'net_apy_for_user'),
+      apy.map((r) => (r.net_apy_7d === null ? null : Number(r.net_apy_7d))),
       nums(apy, 'underlying_apy'),
     ]);
+    // The 7-day figure beside the daily one, once the window has data.
+    expect(apy.filter((r) => r.net_apy_7d !== null).length).toBeGreaterThan(170);
     expect(charts.tvl!.x).toEqual(fees.map((r) => r.date));
     expect(charts.tvl!.series).toEqual([nums(fees, 'engine_total_assets')]);
     expect(charts.fees!.x).toEqual(fees.map((r) => r.date));
@@ -234,6 +242,7 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
       .poll(() => page.locator('.chart-tip').first().textContent())
       .toBe(
         `${day.date}Net APY: ${(Number(day.net_apy_for_user) * 100).toFixed(2)} %` +
+          `Net APY, realised over 7 days: ${(Number(day.net_apy_7d) * 100).toFixed(2)} %` +
           `Underlying APY: ${(Number(day.underlying_apy) * 100).toFixed(2)} %`,
       );
   });

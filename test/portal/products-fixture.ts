@@ -86,6 +86,7 @@ export function history(days: number, lastDay: string, startTvl = 1_250_000): Sn
   let tvl = BigInt(startTvl) * 1_000_000n;
   let partnerTotal = 0n;
   let serviceTotal = 0n;
+  const nets: number[] = [];
   return daysEnding(lastDay, days).map((date, i) => {
     if (i === 0) return { date, totalAssets: tvl, underlyingApy: null, netApy: null };
     // APY in parts per million: a slow wave plus a small day-to-day wobble.
@@ -99,11 +100,16 @@ export function history(days: number, lastDay: string, startTvl = 1_250_000): Sn
     const flow = BigInt(Math.round(4_000 * Math.sin(i / 9) + 1_500)) * 1_000_000n;
     tvl += yieldAssets - partnerFee - serviceFee + flow;
     const net = Math.round(ppm * 0.96);
+    nets.push(net);
+    // The 7-day figure from the seventh day on: a smoother wave (the days' mean, near enough for a
+    // fixture; the real figure is the share-price ratio, test/sync/realised-apy.test.ts).
+    const week = nets.length >= 7 ? nets.slice(-7) : null;
     return {
       date,
       totalAssets: tvl,
       underlyingApy: (ppm / 1e6).toFixed(6),
       netApy: (net / 1e6).toFixed(6),
+      netApy7d: week && (Math.round(week.reduce((a, b) => a + b, 0) / 7) / 1e6).toFixed(6),
       dailyYield: yieldAssets,
       dailyPartnerFee: partnerFee,
       dailyServiceFee: serviceFee,

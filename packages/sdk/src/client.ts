@@ -13,6 +13,8 @@ import {
 } from './http.ts';
 import { type InboundEvent, signInbound } from './inbound.ts';
 import type {
+  EventsPage,
+  EventsQuery,
   InboundAck,
   Liveness,
   Position,
@@ -64,6 +66,35 @@ export class PartnerYieldClient extends GeneratedReads {
   /** A wallet's shares and their value in one product. */
   getPosition(slug: string, address: string, options?: RequestOptions): Promise<Position> {
     return this.read(operationPath('getPosition', { slug }), { address }, options);
+  }
+
+  /**
+   * The events feed as an async iterator over its pages (`GET /api/partner/events`), each page
+   * fetched when the loop asks for it. Newest first by default; with `order: 'oldest_first'` or a
+   * forward `cursor` it pages forward and ends at the newest event stored: keep the last page's
+   * `next_cursor` and start from it later to get only what was stored since (none missed, none
+   * repeated). The same filters go with every page.
+   *
+   * ```ts
+   * let cursor = savedCursor; // undefined the first time
+   * for await (const page of client.iterateEvents({ cursor, order: cursor ? undefined : 'oldest_first' })) {
+   *   for (const event of page.events) await apply(event);
+   *   cursor = page.next_cursor ?? cursor;
+   * }
+   * ```
+   */
+  async *iterateEvents(
+    query: EventsQuery = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<EventsPage, void, undefined> {
+    let q: EventsQuery = { ...query };
+    for (;;) {
+      const page = await this.listEvents(q, options);
+      yield page;
+      if (!page.has_more || page.next_cursor === null) return;
+      const { order: _order, ...rest } = q;
+      q = { ...rest, cursor: page.next_cursor };
+    }
   }
 
   /** The liveness probe (no key needed). */

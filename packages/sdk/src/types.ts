@@ -25,6 +25,9 @@ export type FeeStatsRow = Data<'/api/partner/products/{slug}/fee-stats'>[number]
 export type YieldProjection = Data<'/api/partner/products/{slug}/yield-calc'>;
 export type ProductHealth = Data<'/api/partner/products/{slug}/health'>;
 export type Position = Data<'/api/partner/products/{slug}/position'>;
+export type EventsPage = Data<'/api/partner/events'>;
+export type FeedEvent = EventsPage['events'][number];
+export type EventsQuery = Query<'/api/partner/events'>;
 export type Liveness = Data<'/health'>;
 export type Readiness = Data<'/ready'>;
 

@@ -24,8 +24,11 @@ import { createChainClient } from '../../../src/chain/client.ts';
 import { DEV_MNEMONIC } from '../../../src/chain/local/accounts.ts';
 import { ensureLocalChain, type LocalChain } from '../../../src/chain/local/ensure.ts';
 import { createApiKeysRepo } from '../../../src/db/api-keys.ts';
+import { createEventsRepo } from '../../../src/db/events.ts';
 import { createInboundSecretsRepo } from '../../../src/db/inbound-secrets.ts';
+import { createProductsRepo } from '../../../src/db/products.ts';
 import { buildApp } from '../../../src/server/app.ts';
+import { outboundPayload } from '../../../src/webhooks/event-catalogue.ts';
 import { createSecretBox } from '../../../src/webhooks/secret-box.ts';
 import { freshDatabase, type TestDatabase } from '../../../test/helpers/db.ts';
 import { provisionFromDeployment } from '../../../test/helpers/local-products.ts';
@@ -141,6 +144,49 @@ describe('the SDK against the real service', () => {
         await routeData(`${p}/${CORE}/position?address=${holder}`),
       );
       expect(await client.health()).toEqual({ status: 'ok' });
+      expect(retries).toEqual([]);
+    });
+
+    it('iterates the events feed page by page, then forward from the last cursor', async () => {
+      const acme = (await createProductsRepo(t.db).getBySlug(CORE))!;
+      const events = createEventsRepo(t.db);
+      const store = async (n: number, from: number) => {
+        for (let i = from; i < from + n; i++) {
+          await events.insert({
+            partnerId: acme.partnerId,
+            environment: 'live',
+            productId: acme.id,
+            eventType: 'vault_pause',
+            dedupeKey: `sdk-feed:${i}`,
+            payload: outboundPayload('vault_pause', { slug: CORE, status: 'paused' }),
+            occurredAt: new Date(),
+          });
+        }
+      };
+      await store(7, 0);
+      const all = (await routeData('/api/partner/events?order=oldest_first&limit=100')).events;
+      const pages = [];
+      let cursor: string | undefined;
+      for await (const page of client.iterateEvents({ order: 'oldest_first', limit: '3' })) {
+        pages.push(page);
+        cursor = page.next_cursor ?? cursor;
+      }
+      const full = Math.ceil(all.length / 3);
+      expect(pages.map((p) => p.events.length)).toEqual(
+        Array.from({ length: full }, (_, i) => (i < full - 1 ? 3 : all.length - 3 * (full - 1))),
+      );
+      expect(pages.flatMap((p) => p.events)).toEqual(all);
+      // Later, from the kept cursor: only what was stored since.
+      await store(2, 7);
+      const since = [];
+      for await (const page of client.iterateEvents({ cursor, limit: '3' })) {
+        since.push(...page.events);
+      }
+      expect(since.map((e) => e.payload)).toHaveLength(2);
+      expect(since[0]!.partner_sequence).toBeGreaterThan(all.at(-1)!.partner_sequence);
+      // Newest first is the default order.
+      const newest = await client.listEvents({ limit: '1' });
+      expect(newest.events[0]!.id).toBe(since[1]!.id);
       expect(retries).toEqual([]);
     });
 

@@ -9,7 +9,7 @@ import { trailingDays } from '../../http/date-range.ts';
 import type { SnapshotRouteDeps } from '../../http/dependencies.ts';
 import { ApiError } from '../../http/errors.ts';
 import { sendCachedJson } from '../../http/read-cache.ts';
-import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
+import { DecimalString, Ok, RealisedApy, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
 
 export const ALLOWED_DAYS = [7, 30, 180] as const;
@@ -20,6 +20,18 @@ export const ApyHistoryRow = Type.Object(
     underlying_apy: DecimalString('APY of the underlying vault, decimal fraction, 6 places'),
     net_apy_for_user: DecimalString(
       'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
+    ),
+    net_apy_7d: RealisedApy(
+      'Net APY realised over the 7 days ending at `date` ((price ratio)^(365/7) − 1, as latest_metrics.net_apy_7d); null until 7 days of history exist',
+    ),
+    net_apy_30d: RealisedApy(
+      'Net APY realised over the 30 days ending at `date`; null until 30 days of history exist',
+    ),
+    underlying_apy_7d: RealisedApy(
+      "The underlying vault's APY realised over the 7 days ending at `date`; null until 7 days of history exist",
+    ),
+    underlying_apy_30d: RealisedApy(
+      "The underlying vault's APY realised over the 30 days ending at `date`; null until 30 days of history exist",
     ),
   },
   { title: 'ApyHistoryRow', additionalProperties: false },
@@ -83,6 +95,10 @@ export function apyHistoryRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncType
                 date: r.date,
                 underlying_apy: r.underlyingApy!,
                 net_apy_for_user: r.netApyForUser!,
+                net_apy_7d: r.netApy7d,
+                net_apy_30d: r.netApy30d,
+                underlying_apy_7d: r.underlyingApy7d,
+                underlying_apy_30d: r.underlyingApy30d,
               })),
             };
           },

@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import type { Product as ProductRecord, ProductsRepo } from '../../db/products.ts';
 import { presentedApys, type SnapshotReads, type SnapshotView } from '../../db/snapshot-reads.ts';
 import { type ReadCache, sendCachedJson } from '../../http/read-cache.ts';
-import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
+import { ApyBasisSchema, DecimalString, Ok, RealisedApy, SlugParams } from '../../http/schemas.ts';
 import { formatUnits } from '../../money/index.ts';
 import { partnerOf } from '../partner-identity.ts';
 import { productOf } from '../product-access.ts';
@@ -21,6 +21,18 @@ export const LatestMetrics = Type.Object(
       'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
     ),
     apy_basis: ApyBasisSchema,
+    net_apy_7d: RealisedApy(
+      'Net APY realised over the last 7 days: the pool share price at the boundaries of the day 7 days before `as_of_date` and of `as_of_date`, annualised like `net_apy_for_user`: (price ratio)^(365/7) − 1, 6 places. Null until the product has 7 days of history',
+    ),
+    net_apy_30d: RealisedApy(
+      'Net APY realised over the last 30 days, as `net_apy_7d` with 30 days: (price ratio)^(365/30) − 1. Null until the product has 30 days of history',
+    ),
+    underlying_apy_7d: RealisedApy(
+      "The underlying vault's APY realised over the last 7 days (its totalAssets/totalSupply at the same two boundaries). Null until the product has 7 days of history",
+    ),
+    underlying_apy_30d: RealisedApy(
+      "The underlying vault's APY realised over the last 30 days. Null until the product has 30 days of history",
+    ),
   },
   { title: 'LatestMetrics', additionalProperties: false },
 );
@@ -75,6 +87,10 @@ function latestMetrics(p: ProductRecord, s: SnapshotView | undefined) {
     underlying_apy: apys.underlyingApy,
     net_apy_for_user: apys.netApyForUser,
     apy_basis: apys.basis,
+    net_apy_7d: s.netApy7d,
+    net_apy_30d: s.netApy30d,
+    underlying_apy_7d: s.underlyingApy7d,
+    underlying_apy_30d: s.underlyingApy30d,
   };
 }
 

@@ -23,6 +23,10 @@ export const YieldProjection = Type.Object(
       "The APY used: the product's latest net APY (of the basis `apy_basis` names), 6 places",
     ),
     apy_basis: ApyBasisSchema,
+    apy_window: Type.Union([Type.Literal('1d'), Type.Literal('7d'), Type.Literal('30d')], {
+      description:
+        'The APY projected from (the request’s `apy_window`): `1d` the latest day’s `net_apy_for_user` (default), `7d` / `30d` the net APY realised over the last 7 / 30 days (latest_metrics.net_apy_7d / net_apy_30d, always basis `engine`).',
+    }),
   },
   { title: 'YieldProjection', additionalProperties: false },
 );
@@ -49,6 +53,12 @@ export function yieldCalcRoute(deps: {
                   'Required. Principal in whole asset units: a plain decimal, > 0, ≤ 2^256, at most asset_decimals fractional digits',
               }),
             ),
+            apy_window: Type.Optional(
+              Type.String({
+                description:
+                  'The APY to project from: `1d` (default) the latest day’s net APY; `7d` or `30d` the net APY realised over the last 7 or 30 days (503 `service_unavailable` while the product is younger than the window). Anything else is 400 `invalid_apy_window`.',
+              }),
+            ),
           }),
           response: { 200: Ok(YieldProjection) },
         },
@@ -56,7 +66,7 @@ export function yieldCalcRoute(deps: {
           cacheControl: 'no-store',
           validationErrorCode: () => 'invalid_amount',
           serves: 'new_deposit',
-          errorCodes: ['invalid_amount', 'service_unavailable'],
+          errorCodes: ['invalid_amount', 'invalid_apy_window', 'service_unavailable'],
         },
       },
       async (request) => {
@@ -64,6 +74,11 @@ export function yieldCalcRoute(deps: {
         // Shape first (before the slug): a plain positive decimal within 2^256. The decimals limit
         // needs the product, so it is checked once the product is known.
         if (!parseAmount(raw, 77).ok) throw new ApiError('invalid_amount');
+        const requested = request.query.apy_window ?? '1d';
+        if (requested !== '1d' && requested !== '7d' && requested !== '30d') {
+          throw new ApiError('invalid_apy_window');
+        }
+        const window: '1d' | '7d' | '30d' = requested;
         // The decimals limit is a shape check that needs the product: after ownership, before
         // the product's state (DECISIONS: request shape first), so a paused product still says
         // invalid_amount for an amount no product of its asset could take.
@@ -77,6 +92,27 @@ export function yieldCalcRoute(deps: {
         });
         const amount = parseAmount(raw, product.assetDecimals);
         if (!amount.ok) throw new ApiError('invalid_amount'); // checked above; narrows the type
+        if (window !== '1d') {
+          const realised = await deps.snapshots.latestRealisedNetApy(
+            product.id,
+            window === '7d' ? 7 : 30,
+          );
+          if (realised === undefined) {
+            throw new ApiError(
+              'service_unavailable',
+              `No net APY realised over ${window === '7d' ? '7' : '30'} days yet: the product is younger than the window; use apy_window=1d or retry after the current UTC day closes.`,
+              { 'retry-after': String(secondsToNextUtcDay(new Date())) },
+            );
+          }
+          return {
+            success: true as const,
+            data: {
+              ...projectYield(amount.base, product.assetDecimals, realised),
+              apy_basis: 'engine' as const,
+              apy_window: window,
+            },
+          };
+        }
         const apy = await deps.snapshots.latestNetApy(product.id);
         if (apy === undefined) {
           // Only when the underlying vault itself has no measured day yet (a product launched
@@ -92,6 +128,7 @@ export function yieldCalcRoute(deps: {
           data: {
             ...projectYield(amount.base, product.assetDecimals, apy.value),
             apy_basis: apy.basis,
+            apy_window: '1d' as const,
           },
         };
       },

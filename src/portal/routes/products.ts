@@ -314,13 +314,21 @@ ${anyEstimate ? html`<p class="hint" id="estimate-note"><span class="badge badge
       return hasData
         ? html`<script type="application/json" id="chart-data">${rawJson(data)}</script>
 <figure class="chart-figure">
-  <figcaption id="apy-caption"><strong>Net and underlying APY</strong> <span class="key"><span class="swatch swatch-net" aria-hidden="true"></span>Net APY (solid)</span> <span class="key"><span class="swatch swatch-underlying" aria-hidden="true"></span>Underlying APY (dashed)</span></figcaption>
+  <figcaption id="apy-caption"><strong>Net and underlying APY</strong> <span class="key"><span class="swatch swatch-net" aria-hidden="true"></span>Net APY, daily (solid)</span> <span class="key"><span class="swatch swatch-net7" aria-hidden="true"></span>Net APY realised over 7 days (dotted)</span> <span class="key"><span class="swatch swatch-underlying" aria-hidden="true"></span>Underlying APY (dashed)</span></figcaption>
   <div class="chart" data-chart="apy" tabindex="0" role="img" aria-labelledby="apy-caption" aria-describedby="apy-summary"></div>
   <p class="hint" id="apy-summary">Net APY ${summary(
     apy.map((r) => r.netApyForUser!),
     byApy,
     percent,
-  )}. Underlying APY ${summary(
+  )}.${
+    apy.some((r) => r.netApy7d !== null)
+      ? html` Net APY realised over 7 days ${summary(
+          apy.filter((r) => r.netApy7d !== null).map((r) => r.netApy7d!),
+          byApy,
+          percent,
+        )}.`
+      : ''
+  } Underlying APY ${summary(
     apy.map((r) => r.underlyingApy!),
     byApy,
     percent,
@@ -367,6 +375,7 @@ ${anyEstimate ? html`<p class="hint" id="estimate-note"><span class="badge badge
 <dl class="figures">
   <div><dt>Status</dt><dd>${STATUS_LABEL[p.status]} ${badge(healthOf(p, latest, now))}</dd></div>
   <div><dt>Net APY</dt><dd>${apys.net}</dd></div>
+  <div><dt>Net APY, last 7 days</dt><dd>${latest?.netApy7d != null ? percent(latest.netApy7d) : html`<span title="Shown once the product has 7 days of history">—</span>`}</dd></div>
   <div><dt>Underlying APY</dt><dd>${apys.underlying}</dd></div>
   <div><dt>TVL</dt><dd>${latest ? money(latest.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>
   <div><dt>Your fees earned to date</dt><dd>${latest ? money(latest.cumulativePartnerFeeEarned, p.assetDecimals, p.assetSymbol) : '—'}</dd></div>

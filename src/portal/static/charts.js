@@ -9,8 +9,11 @@
   const data = decodeChartData(JSON.parse(source.textContent));
   const asset = data.asset;
   const day = (d) => Date.parse(`${d}T00:00:00Z`) / 1000;
-  const num = (column) => column.map(Number);
-  const pct = (s) => `${(Number(s) * 100).toFixed(2)} %`;
+  // A figure not known yet (a realised APY before its window has data) is a gap, not a zero.
+  const num = (column) => column.map((v) => (v === null ? null : Number(v)));
+  const pct = (s) =>
+    s === null ? 'not yet (under 7 days of history)' : `${(Number(s) * 100).toFixed(2)} %`;
+  const NET7 = '#0a7d3c';
   const NET = '#0b57d0';
   const UNDERLYING = '#3d4852';
   const PARTNER = '#0b57d0';
@@ -47,6 +50,14 @@
           column: data.apy_history.net_apy_for_user,
           stroke: NET,
           width: 2.5,
+          fmt: pct,
+        },
+        {
+          label: 'Net APY, realised over 7 days',
+          column: data.apy_history.net_apy_7d,
+          stroke: NET7,
+          width: 2,
+          dash: [2, 3],
           fmt: pct,
         },
         {
@@ -254,6 +265,9 @@ function decodeChartData(c) {
       date: dates(c.apy.d0, c.apy.dd),
       underlying_apy: each(c.apy.u, fraction),
       net_apy_for_user: c.apy.n.map((v, i) => fraction(BigInt(c.apy.u[i]) - BigInt(v))),
+      net_apy_7d: (c.apy.n7 ?? []).map((v, i) =>
+        v === null ? null : fraction(BigInt(c.apy.u[i]) - BigInt(v)),
+      ),
       engine_total_assets: sums(c.apy.tvl).map(units),
     },
     fee_stats: {

@@ -136,6 +136,66 @@ function netApy(
   );
 }
 
+/** The windows of the realised APYs, in days. */
+export const REALISED_WINDOWS = [7, 30] as const;
+export type RealisedWindow = (typeof REALISED_WINDOWS)[number];
+
+/**
+ * The APYs realised over the `days` days that end at `cur`'s boundary: the same method as the daily
+ * figure, over a longer span. `start` is the row of the day `days` days before `cur` (D−N); the
+ * share prices at the two boundaries give `(pps_D / pps_{D−N})^(365/N) − 1`, exact, 6 places
+ * (apyFromSharePrices with `days` = N). The net figure is the pool holder's price (from the totals
+ * when `start` predates the pool figures, as the daily figure does), the underlying figure the
+ * underlying vault's totalAssets/totalSupply. Both null without a start row (the window has no data
+ * yet) or when a price is undefined.
+ */
+export function realisedApys(
+  start: Snapshot | null | undefined,
+  cur: Snapshot,
+  days: RealisedWindow,
+): { net: string | null; underlying: string | null } {
+  if (!start) return { net: null, underlying: null };
+  if (daysBetween(start.date, cur.date) !== days) {
+    throw new RangeError(`row ${start.date} is not ${days} days before ${cur.date}`);
+  }
+  const pool =
+    start.enginePoolAssets != null &&
+    start.enginePoolSupply != null &&
+    cur.enginePoolAssets != null &&
+    cur.enginePoolSupply != null;
+  const net = pool
+    ? apyFromSharePrices(
+        sharePrice(start.enginePoolAssets!, start.enginePoolSupply!),
+        sharePrice(cur.enginePoolAssets!, cur.enginePoolSupply!),
+        days,
+      )
+    : apyFromSharePrices(
+        sharePrice(start.engineTotalAssets, start.engineTotalSupply),
+        sharePrice(cur.engineTotalAssets, cur.engineTotalSupply),
+        days,
+      );
+  const underlying = apyFromSharePrices(
+    sharePrice(start.underlyingTotalAssets, start.underlyingTotalSupply),
+    sharePrice(cur.underlyingTotalAssets, cur.underlyingTotalSupply),
+    days,
+  );
+  return { net, underlying };
+}
+
+/** Sets the row's 7- and 30-day realised APYs from the rows that start the windows (if any). */
+export function withRealisedApys(
+  row: Snapshot,
+  startOf: (days: RealisedWindow) => Snapshot | null | undefined,
+): Snapshot {
+  const w7 = realisedApys(startOf(7), row, 7);
+  const w30 = realisedApys(startOf(30), row, 30);
+  row.netApy7d = w7.net;
+  row.underlyingApy7d = w7.underlying;
+  row.netApy30d = w30.net;
+  row.underlyingApy30d = w30.underlying;
+  return row;
+}
+
 const partnerEarned = (r: BoundaryReads) => r.partnerFeeAssetsTotal + r.partnerPendingAssets;
 const serviceEarned = (r: BoundaryReads) => r.serviceFeeAssetsTotal + r.servicePendingAssets;
 

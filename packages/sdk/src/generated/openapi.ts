@@ -5,6 +5,26 @@
  */
 /* eslint-disable */
 export type paths = {
+    "/api/partner/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The events sent to your webhook destinations (every type of the `webhooks` section but the test event `ping`) of your partner and the key's environment, stored within the retention window (`EVENTS_FEED_RETENTION_DAYS`, default 30 days): the same `id` and the same payload as the deliveries. Newest first by default; `order=oldest_first` or a forward cursor pages forward, missing none and repeating none while new events arrive. Use it to catch up after an outage of your receiver and to reconcile.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/products": {
         parameters: {
             query?: never;
@@ -456,10 +476,18 @@ export type components = {
         ApyHistoryRow: {
             /** Format: date */
             date: string;
+            /** @description Net APY realised over the 7 days ending at `date` ((price ratio)^(365/7) − 1, as latest_metrics.net_apy_7d); null until 7 days of history exist */
+            net_apy_7d: string | null;
+            /** @description Net APY realised over the 30 days ending at `date`; null until 30 days of history exist */
+            net_apy_30d: string | null;
             /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places */
             net_apy_for_user: string;
             /** @description APY of the underlying vault, decimal fraction, 6 places */
             underlying_apy: string;
+            /** @description The underlying vault's APY realised over the 7 days ending at `date`; null until 7 days of history exist */
+            underlying_apy_7d: string | null;
+            /** @description The underlying vault's APY realised over the 30 days ending at `date`; null until 30 days of history exist */
+            underlying_apy_30d: string | null;
         };
         /** @description The error envelope of every error answer. Switch on `code`; `message` is for people and may change. */
         Error: {
@@ -467,11 +495,46 @@ export type components = {
              * @description Stable machine-readable code (see the table in the description; `idempotency_replay` is the catalogue name of an inbound duplicate, answered 200 with `duplicate: true`).
              * @enum {string}
              */
-            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key" | "rate_limited" | "not_found" | "not_owned" | "engine_not_deployed" | "product_paused" | "product_deprecated" | "invalid_address" | "chain_not_supported" | "invalid_amount" | "range_too_large" | "invalid_days" | "invalid_date" | "signature_mismatch" | "missing_idempotency_key" | "unknown_event" | "invalid_payload" | "idempotency_conflict" | "idempotency_replay" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "internal_error" | "chain_rpc_unavailable" | "service_unavailable";
+            code: "missing_api_key" | "invalid_api_key" | "revoked_api_key" | "rate_limited" | "not_found" | "not_owned" | "engine_not_deployed" | "product_paused" | "product_deprecated" | "invalid_address" | "chain_not_supported" | "invalid_amount" | "range_too_large" | "invalid_days" | "invalid_date" | "invalid_cursor" | "invalid_apy_window" | "invalid_order" | "invalid_limit" | "invalid_time" | "signature_mismatch" | "missing_idempotency_key" | "unknown_event" | "invalid_payload" | "idempotency_conflict" | "idempotency_replay" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "internal_error" | "chain_rpc_unavailable" | "service_unavailable";
             /** @description Human-readable; wording may change; do not parse. */
             message: string;
             /** @enum {boolean} */
             success: false;
+        };
+        EventsPage: {
+            events: components["schemas"]["FeedEvent"][];
+            /** @description Newest-first pages: a cursor that pages forward from the newest event listed (or from now, on a first page with no events), to follow new events from here on. Null on forward pages (use next_cursor). */
+            forward_cursor: string | null;
+            /** @description More events follow in this order now (forward: more are already stored; ask again at once). */
+            has_more: boolean;
+            /** @description The next page in the same order. Forward: never null: after the last event listed (or where the request was when none), ask again later for events stored since. Newest first: null at the end. */
+            next_cursor: string | null;
+        };
+        FeedEvent: {
+            /**
+             * Format: date-time
+             * @description When the service stored it, and so began delivering it, UTC.
+             */
+            created_at: string;
+            /** @description The event id: the `webhook-id` / `X-Service-Event-Id` of its deliveries. Deduplicate on it. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When it happened (block time for chain events), UTC.
+             */
+            occurred_at: string;
+            /** @description Strictly increasing over all events of your partner and environment: the order the feed lists them in (`X-Service-Partner-Sequence`). */
+            partner_sequence: number;
+            /** @description The payload exactly as the webhook delivery sends it (its schema per type is in the `webhooks` section). */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description The product the event is about; null for an event of no product. */
+            product_slug: string | null;
+            /** @description Strictly increasing per product: the delivery's `X-Service-Sequence`. Order a product's events by it; a gap means nothing (numbers can be skipped), a lower number than one already applied means an older event arriving late. */
+            sequence: number | null;
+            /** @description The event type (`X-Service-Event`), one of the catalogue in the `webhooks` section. */
+            type: string;
         };
         FeeSchedule: {
             /** @description Block the schedule was read at */
@@ -543,10 +606,18 @@ export type components = {
             as_of_date: string;
             /** @description Total assets in the engine, in whole asset units */
             engine_total_assets: string;
+            /** @description Net APY realised over the last 7 days: the pool share price at the boundaries of the day 7 days before `as_of_date` and of `as_of_date`, annualised like `net_apy_for_user`: (price ratio)^(365/7) − 1, 6 places. Null until the product has 7 days of history */
+            net_apy_7d: string | null;
+            /** @description Net APY realised over the last 30 days, as `net_apy_7d` with 30 days: (price ratio)^(365/30) − 1. Null until the product has 30 days of history */
+            net_apy_30d: string | null;
             /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places */
             net_apy_for_user: string;
             /** @description APY of the underlying vault, decimal fraction, 6 places */
             underlying_apy: string;
+            /** @description The underlying vault's APY realised over the last 7 days (its totalAssets/totalSupply at the same two boundaries). Null until the product has 7 days of history */
+            underlying_apy_7d: string | null;
+            /** @description The underlying vault's APY realised over the last 30 days. Null until the product has 30 days of history */
+            underlying_apy_30d: string | null;
         };
         Position: {
             /** @description Asset value of the shares, in whole asset units */
@@ -585,6 +656,11 @@ export type components = {
             /** @description principal × apy, toward zero to asset decimals */
             annual_yield: string;
             apy_basis: components["schemas"]["ApyBasis"];
+            /**
+             * @description The APY projected from (the request’s `apy_window`): `1d` the latest day’s `net_apy_for_user` (default), `7d` / `30d` the net APY realised over the last 7 / 30 days (latest_metrics.net_apy_7d / net_apy_30d, always basis `engine`).
+             * @enum {string}
+             */
+            apy_window: "1d" | "7d" | "30d";
             /** @description principal × ((1 + apy)^(1/12) − 1), toward zero to asset decimals */
             monthly_yield: string;
             /** @description The APY used: the product's latest net APY (of the basis `apy_basis` names), 6 places */
@@ -614,6 +690,160 @@ export type components = {
 };
 export type $defs = Record<string, never>;
 export interface operations {
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Opaque: a previous page's `next_cursor` or `forward_cursor`. It carries the order and the position, not the filters: send the same filters again. */
+                cursor?: string;
+                /** @description Events per page, 1 to 100; default 25. */
+                limit?: string;
+                /** @description Only events that occurred before this UTC date-time (ISO 8601 with `Z`). */
+                occurred_before?: string;
+                /** @description Only events that occurred at or after this UTC date-time (ISO 8601 with `Z`). */
+                occurred_since?: string;
+                /** @description Without a cursor: `newest_first` (default) or `oldest_first` (from the oldest event retained, forward); anything else is 400 `invalid_order`. With a cursor it may be left out; if given it must be the cursor’s. */
+                order?: string;
+                /** @description Only the events of this product (its slug). */
+                product?: string;
+                /** @description Only these event types, comma-separated (e.g. `deposit.confirmed,vault_pause`). */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List events */
+            200: {
+                headers: {
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EventsPage"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_cursor`: cursor is not a cursor this service gave, or does not go with order. `invalid_order`: order must be newest_first or oldest_first. `invalid_limit`: limit must be an integer from 1 to 100. `invalid_time`: Times must be ISO 8601 date-times in UTC (…Z), occurred_since before occurred_before. `unknown_event`: The event type is not accepted. */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "malformed_request" | "invalid_cursor" | "invalid_order" | "invalid_limit" | "invalid_time" | "unknown_event";
+                    };
+                };
+            };
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key" | "revoked_api_key";
+                    };
+                };
+            };
+            /** @description `not_owned`: This product belongs to another partner. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_owned";
+                    };
+                };
+            };
+            /** @description `not_found`: Not found. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description `rate_limited`: Rate limit exceeded; retry after the Retry-After delay. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description `internal_error`: Internal error; safe to retry with backoff. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description `service_unavailable`: The service is not ready. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                    };
+                };
+            };
+        };
+    };
     listProducts: {
         parameters: {
             query?: never;
@@ -1668,6 +1898,8 @@ export interface operations {
             query: {
                 /** @description Required. Principal in whole asset units: a plain decimal, > 0, ≤ 2^256, at most asset_decimals fractional digits */
                 amount: string;
+                /** @description The APY to project from: `1d` (default) the latest day’s net APY; `7d` or `30d` the net APY realised over the last 7 or 30 days (503 `service_unavailable` while the product is younger than the window). Anything else is 400 `invalid_apy_window`. */
+                apy_window?: string;
             };
             header?: never;
             path: {
@@ -1696,7 +1928,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_amount`: amount must be a plain decimal greater than 0 and at most 2^256. */
+            /** @description `malformed_request`: The request is not well-formed HTTP (request line, a header, or body framing). `invalid_amount`: amount must be a plain decimal greater than 0 and at most 2^256. `invalid_apy_window`: apy_window must be one of 1d, 7d, 30d. */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1708,7 +1940,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "malformed_request" | "invalid_amount";
+                        code?: "malformed_request" | "invalid_amount" | "invalid_apy_window";
                     };
                 };
             };
@@ -2171,6 +2403,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2229,6 +2465,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2305,6 +2545,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2378,6 +2622,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2427,6 +2675,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2491,6 +2743,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2564,6 +2820,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2637,6 +2897,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };
@@ -2695,6 +2959,10 @@ export interface operations {
                 "X-Service-Event": string;
                 /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
                 "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
                 /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
                 "X-Service-Signature": string;
             };

@@ -18,6 +18,7 @@ export const OPERATIONS = {
   getProductHealth: { method: 'GET', path: '/api/partner/products/{slug}/health', clientMethod: 'getProductHealth' },
   getReadiness: { method: 'GET', path: '/ready', clientMethod: 'ready' },
   getYieldProjection: { method: 'GET', path: '/api/partner/products/{slug}/yield-calc', clientMethod: 'calculateYield' },
+  listEvents: { method: 'GET', path: '/api/partner/events', clientMethod: 'listEvents' },
   listProducts: { method: 'GET', path: '/api/partner/products', clientMethod: 'listProducts' },
   postInboundEvent: { method: 'POST', path: '/api/partner/webhooks/inbound', clientMethod: 'sendInbound' },
 } as const;
@@ -81,6 +82,11 @@ export class GeneratedReads {
   /** Project yield (`GET /api/partner/products/{slug}/yield-calc`): A projection (not a guarantee) of a new deposit's annual and monthly yield at the product's latest net APY (`apy_basis` says whether it is measured on the engine or estimated from the underlying vault on launch day). */
   getYieldProjection(slug: string, query: Query<'/api/partner/products/{slug}/yield-calc'>, options?: RequestOptions): Promise<Data<'/api/partner/products/{slug}/yield-calc'>> {
     return this.read(operationPath('getYieldProjection', { slug }), query, options);
+  }
+
+  /** List events (`GET /api/partner/events`): The events sent to your webhook destinations (every type of the `webhooks` section but the test event `ping`) of your partner and the key's environment, stored within the retention window (`EVENTS_FEED_RETENTION_DAYS`, default 30 days): the same `id` and the same payload as the deliveries. */
+  listEvents(query?: Query<'/api/partner/events'>, options?: RequestOptions): Promise<Data<'/api/partner/events'>> {
+    return this.read(operationPath('listEvents'), query, options);
   }
 
   /** List products (`GET /api/partner/products`): Every product of the key's partner in the key's environment (live or sandbox), across chains, with its latest daily metrics. */

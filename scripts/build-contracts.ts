@@ -23,10 +23,13 @@ export const CONTRACTS = [
   'AsyncYieldVault',
   'YieldEngine',
   'Multicall3',
+  'PermitDepositRouter',
   // Test contracts: underlyings and an asset the engine must cope with (test/chain).
   'PooledAsyncVault',
   'FeeOnTransferUSD',
   'HugeDepositVault',
+  // The account code of the test wallet's EIP-5792 batches (EIP-7702 delegation, test/embed).
+  'BatchCallAccount',
 ] as const;
 
 interface SolcModule {

@@ -4,6 +4,8 @@ export * from './YieldVault.ts';
 export * from './AsyncYieldVault.ts';
 export * from './YieldEngine.ts';
 export * from './Multicall3.ts';
+export * from './PermitDepositRouter.ts';
 export * from './PooledAsyncVault.ts';
 export * from './FeeOnTransferUSD.ts';
 export * from './HugeDepositVault.ts';
+export * from './BatchCallAccount.ts';

@@ -6,11 +6,7 @@
 import { type Address, encodeFunctionData, type Hex, parseSignature } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  permitDepositRouterAbi,
-  testUSDAbi,
-  yieldEngineAbi,
-} from '../../src/chain/generated/index.ts';
+import { permitDepositRouterAbi, testUSDAbi } from '../../src/chain/generated/index.ts';
 import { DEV_MNEMONIC } from '../../src/chain/local/accounts.ts';
 import { permitRouterAddress, permitRouterDeployment } from '../../src/chain/permit-router.ts';
 import {

@@ -31,7 +31,6 @@ import {
   type Hex,
   keccak256,
   numberToHex,
-  parseSignature,
   stringToHex,
 } from 'viem';
 import { PartnerYieldError } from '../errors.ts';
@@ -106,6 +105,8 @@ export interface DepositLadderParams {
     chain_id: number;
     engine_contract_address?: string | null;
     asset_address: string;
+    /** When given, paused and deprecated products refuse deposits (as `buildDeposit`). */
+    status?: string;
   };
   owner: Address;
   /** Base units of the asset. */
@@ -153,6 +154,15 @@ export async function depositWithLadder(p: DepositLadderParams): Promise<Deposit
   if (assets <= 0n) throw new PartnerYieldError('invalid_amount', 'assets must be above 0.');
   if (!p.product.engine_contract_address) {
     throw new PartnerYieldError('engine_not_deployed', `${p.product.slug} is not deployed yet.`);
+  }
+  if (p.product.status === 'paused') {
+    throw new PartnerYieldError('product_paused', `${p.product.slug} is paused: no deposits.`);
+  }
+  if (p.product.status === 'deprecated') {
+    throw new PartnerYieldError(
+      'product_deprecated',
+      `${p.product.slug} is deprecated: withdrawals only.`,
+    );
   }
   const engine = getAddress(p.product.engine_contract_address);
   const asset = getAddress(p.product.asset_address);
@@ -362,8 +372,13 @@ export async function depositWithLadder(p: DepositLadderParams): Promise<Deposit
         return await transactions('transaction');
       }
       onStep({ step: 'signature', state: 'done' });
-      const sig = parseSignature(signature);
-      const v = Number(sig.v ?? BigInt(27 + (sig.yParity ?? 0)));
+      // r ‖ s ‖ v, 65 bytes (sliced here: viem's parseSignature brings a whole curve library).
+      const sig = {
+        r: `0x${signature.slice(2, 66)}` as Hex,
+        s: `0x${signature.slice(66, 130)}` as Hex,
+      };
+      const vByte = Number.parseInt(signature.slice(130, 132), 16);
+      const v = vByte < 27 ? vByte + 27 : vByte;
       stage = 'deposit';
       onStep({ step: 'deposit', state: 'wallet' });
       const hash = await send(

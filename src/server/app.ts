@@ -20,6 +20,7 @@ import { yieldCalcRoute } from '../api/routes/yield-calc.ts';
 import type { Database } from '../db/client.ts';
 import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
+import { createRedeemRequestsRepo } from '../db/redeem-requests.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
 import { installAccessLog } from '../http/access-log.ts';
@@ -121,7 +122,7 @@ export async function buildApp(deps: AppDeps) {
       yieldCalcRoute({ products, snapshots }),
       productHealthRoute({ products, chain }),
       feeScheduleRoute({ products, chain }),
-      positionRoute({ products, chain }),
+      positionRoute({ products, chain, requests: createRedeemRequestsRepo(deps.db) }),
       inboundWebhookRoute({
         products,
         secrets: wired.inboundSecrets,

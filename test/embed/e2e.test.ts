@@ -117,6 +117,8 @@ async function fundedWallet(
     ...(kind === 'batch' ? { batchAccount } : {}),
   });
   const { encodeFunctionData, erc20Abi } = await import('viem');
+  // Gas money: the chain funds dev accounts up to index 19; later wallets get theirs here.
+  await rpc('anvil_setBalance', [wallet.address, '0x56bc75e2d63100000']);
   await sendFrom(
     LOCAL_ROLES.users[0],
     assetAddress,

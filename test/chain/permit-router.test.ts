@@ -8,16 +8,8 @@ import { mnemonicToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { permitDepositRouterAbi, testUSDAbi } from '../../src/chain/generated/index.ts';
 import { DEV_MNEMONIC } from '../../src/chain/local/accounts.ts';
-import { permitRouterAddress, permitRouterDeployment } from '../../src/chain/permit-router.ts';
-import {
-  type Fixture,
-  mineBlock,
-  newEngine,
-  OPERATOR,
-  send,
-  setupFixture,
-  USD,
-} from './helpers.ts';
+import { permitRouterAddress } from '../../src/chain/permit-router.ts';
+import { type Fixture, mineBlock, newEngine, send, setupFixture, USD } from './helpers.ts';
 
 let fx: Fixture;
 let engine: Address;
@@ -91,15 +83,13 @@ async function expectRouterEmpty() {
 }
 
 beforeAll(async () => {
-  fx = await setupFixture();
-  const { to, data } = permitRouterDeployment();
-  await send(fx, OPERATOR, to, data);
+  fx = await setupFixture(); // deploys the router, as the service does on every chain
   engine = await newEngine(fx, fx.syncVault);
 }, 60_000);
 afterAll(() => fx?.stop());
 
 describe('PermitDepositRouter', () => {
-  it('is deployed by CREATE2 at the address the service computes', async () => {
+  it('is deployed by CREATE2 (setupFixture sends the deployment) at the address the service computes', async () => {
     const code = await fx.client.getCode({ address: router });
     expect(code && code.length > 2).toBe(true);
   });

@@ -242,7 +242,7 @@ describe('depositWithLadder', () => {
   it('an allowance that covers the amount skips the approval on every rung', async () => {
     for (const opts of [{ batch: true }, {}, { typedData: false }]) {
       const w = await wallet(opts);
-      await w.request({
+      const approved = (await w.request({
         method: 'eth_sendTransaction',
         params: [
           {
@@ -255,8 +255,9 @@ describe('depositWithLadder', () => {
             }),
           },
         ],
-      });
-      const before = await w.prompts().length;
+      })) as Hex;
+      await client.waitForTransactionReceipt({ hash: approved });
+      const before = w.prompts().length;
       const r = await ladder(w, 10n * USD);
       expect(r.approval).toBe('existing_allowance');
       const prompts = w.prompts().slice(before);

@@ -211,14 +211,18 @@ export function createExitFollower(options: ExitFollowerOptions) {
 
   async function round(): Promise<ExitRound> {
     const out: ExitRound = { leased: true, followed: 0, claimable: 0, claimed: 0 };
-    const head = await client.getBlockNumber({ cacheTime: 0 });
-    const block = await confirmedBlock(client, chain, head);
-    if (block < 0n) return out;
+    // The database first: no RPC at all while the chain has nothing to follow.
     const deployed = (await products.listDeployedOnChain(chainId)).filter(
       (p) => p.vaultKind === 'async' && p.engineAddress,
     );
     if (deployed.length === 0) return out;
     const byId = new Map(deployed.map((p) => [p.id, p]));
+    const fresh = await requests.unfollowed(chainId, 1);
+    const pending = await requests.open([...byId.keys()]);
+    if (fresh.length === 0 && pending.length === 0) return out;
+    const head = await client.getBlockNumber({ cacheTime: 0 });
+    const block = await confirmedBlock(client, chain, head);
+    if (block < 0n) return out;
     out.followed = await followNew(byId, block);
     const open = await requests.open([...byId.keys()]);
     if (open.length === 0) return out;

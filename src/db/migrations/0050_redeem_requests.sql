@@ -20,3 +20,6 @@ CREATE TABLE redeem_requests (
 );
 CREATE INDEX redeem_requests_open ON redeem_requests (product_id) WHERE state <> 'claimed';
 CREATE INDEX redeem_requests_controller ON redeem_requests (product_id, controller) WHERE state <> 'claimed';
+-- The follower looks for redeem.requested events without a row every round: a partial index keeps
+-- that off the rest of the events table.
+CREATE INDEX events_redeem_requested ON events (chain_id, seq) WHERE event_type = 'redeem.requested';

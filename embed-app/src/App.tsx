@@ -4,6 +4,12 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { type Address, erc20Abi, formatUnits, getAddress, type Hex, numberToHex } from 'viem';
+import {
+  type ApprovalKind,
+  type DepositRung,
+  depositWithLadder,
+  type LadderStep,
+} from '../../packages/sdk/src/engine/ladder.ts';
 import { engineAbi } from '../../packages/sdk/src/generated/engine-abi.ts';
 import { bridgeProvider } from './bridge.ts';
 import { type ChainAccess, chainAccess } from './chain.ts';
@@ -450,6 +456,7 @@ function DepositFlow(props: FlowProps) {
   const [amount, setAmount] = useState('');
   const [preview, setPreview] = useState<bigint | undefined>(undefined);
   const { steps, setSteps, busy, setBusy, update } = useSteps();
+  const [plan, setPlan] = useState<{ rung: DepositRung; approval: ApprovalKind } | undefined>();
   const parsed = parseAmount(amount, p.asset_decimals);
   const tooMuch = parsed.ok && parsed.value > position.walletAssets;
 
@@ -472,47 +479,65 @@ function DepositFlow(props: FlowProps) {
     props.clearError();
     const assets = parsed.value;
     setBusy(true);
+    // The steps of the rung the ladder picks (packages/sdk/src/engine/ladder.ts), by step name.
+    let index: Partial<Record<LadderStep['step'], number>> = {};
+    let rung: DepositRung = 'transactions';
+    let approval: ApprovalKind = 'transaction';
+    setPlan(undefined);
     try {
-      const allowance = (await chain.read(p.asset_address as Address, erc20Abi, 'allowance', [
-        chain.account,
-        engine,
-      ])) as bigint;
-      const needsApproval = allowance < assets;
-      const list: Step[] = [
-        ...(needsApproval ? [{ label: `Allow ${p.asset_symbol}`, state: 'todo' as const }] : []),
-        { label: 'Deposit', state: 'todo' },
-      ];
-      setSteps(list);
-      let i = 0;
-      if (needsApproval) {
-        const at = i;
-        await runTx(
-          chain,
-          (x) => update(at, x),
-          () => chain.write(p.asset_address as Address, erc20Abi, 'approve', [engine, assets]),
-        );
-        i++;
-      }
-      const at = i;
-      const receipt = await runTx(
-        chain,
-        (x) => update(at, x),
-        () => chain.write(engine, engineAbi, 'deposit', [assets, chain.account]),
-        (hash) => {
-          props.host.emit('deposit_submitted', { tx_hash: hash });
-          report(props.config, {
-            kind: 'deposit',
-            tx_hash: hash,
-            user_address: chain.account,
-            amount: formatUnits(assets, p.asset_decimals),
-          });
+      const result = await depositWithLadder({
+        provider: chain.provider,
+        product: {
+          slug: p.slug,
+          chain_id: p.chain_id,
+          engine_contract_address: engine,
+          asset_address: p.asset_address,
         },
-      );
-      const minted = chain.engineEvent(receipt, engine, 'Deposit')?.shares as bigint | undefined;
+        owner: chain.account,
+        assets,
+        permitRouter: (p.permit_router_address as Address | null) ?? null,
+        pollIntervalMs: 500,
+        onStep: (s) => {
+          if (s.step === 'plan') {
+            rung = s.rung;
+            approval = s.approval;
+            setPlan({ rung, approval });
+            const list = ladderSteps(s.rung, s.approval, p.asset_symbol);
+            index = Object.fromEntries(list.map((x, i) => [x.step, i]));
+            setSteps(list.map((x) => ({ label: x.label, state: 'todo' })));
+            return;
+          }
+          const i = index[s.step];
+          if (i !== undefined) {
+            update(i, {
+              state: s.state,
+              ...('txHash' in s && s.txHash ? { txHash: s.txHash } : {}),
+            });
+          }
+          if (s.state === 'pending' && s.step === 'deposit' && s.txHash) {
+            props.host.emit('deposit_submitted', { tx_hash: s.txHash, rung, approval });
+            reportDeposit(s.txHash);
+          }
+          if (s.state === 'pending' && s.step === 'batch') {
+            props.host.emit('deposit_submitted', {
+              tx_hash: null,
+              batch_id: s.batchId ?? null,
+              rung,
+              approval,
+            });
+          }
+        },
+      });
+      // A batch's transaction is known once the wallet reports it: reported to the service then.
+      if (result.rung === 'batch') reportDeposit(result.depositTxHash);
       props.host.emit('deposit_confirmed', {
-        tx_hash: receipt.transactionHash,
+        tx_hash: result.depositTxHash,
         assets: formatUnits(assets, p.asset_decimals),
-        shares: minted === undefined ? null : formatUnits(minted, p.share_decimals),
+        shares: formatUnits(result.shares, p.share_decimals),
+        rung: result.rung,
+        approval: result.approval,
+        confirmations: result.confirmations,
+        ...(result.batchId ? { batch_id: result.batchId } : {}),
       });
       setAmount('');
       await props.onDone();
@@ -525,8 +550,19 @@ function DepositFlow(props: FlowProps) {
             : s,
         ),
       );
+      // The position shows what the chain holds now (an approval confirmed before a refusal).
+      await props.onDone().catch(() => {});
     } finally {
       setBusy(false);
+    }
+
+    function reportDeposit(hash: Hex) {
+      report(props.config, {
+        kind: 'deposit',
+        tx_hash: hash,
+        user_address: chain.account,
+        amount: formatUnits(assets, p.asset_decimals),
+      });
     }
   };
 
@@ -565,6 +601,17 @@ function DepositFlow(props: FlowProps) {
       <button type="submit" class="primary wide" disabled={busy || !parsed.ok || tooMuch}>
         {busy ? 'Depositing…' : 'Deposit'}
       </button>
+      {plan && steps.length > 0 && (
+        <p class="hint" data-testid="deposit-rung" data-rung={plan.rung}>
+          {plan.rung === 'batch'
+            ? 'Your wallet batches calls: you confirm once, and the deposit happens whole or not at all.'
+            : plan.rung === 'permit'
+              ? `${p.asset_symbol} supports permits: you sign once (free), then confirm one deposit transaction.`
+              : plan.approval === 'transaction'
+                ? 'Two confirmations: first allow the product to take the amount, then the deposit.'
+                : 'One confirmation: your wallet already allows this amount.'}
+        </p>
+      )}
       <Steps steps={steps} />
       {preview !== undefined && (
         <span hidden data-testid="deposit-preview">
@@ -573,6 +620,35 @@ function DepositFlow(props: FlowProps) {
       )}
     </form>
   );
+}
+
+/** The steps a rung shows, named as the ladder's steps. */
+function ladderSteps(
+  rung: DepositRung,
+  approval: ApprovalKind,
+  symbol: string,
+): Array<{ step: LadderStep['step']; label: string }> {
+  if (rung === 'batch') {
+    return [
+      {
+        step: 'batch',
+        label:
+          approval === 'in_batch'
+            ? `Allow ${symbol} and deposit, one confirmation`
+            : 'Deposit, one confirmation',
+      },
+    ];
+  }
+  if (rung === 'permit') {
+    return [
+      { step: 'signature', label: `Sign to allow ${symbol} (no transaction)` },
+      { step: 'deposit', label: 'Deposit' },
+    ];
+  }
+  return [
+    ...(approval === 'transaction' ? [{ step: 'approve' as const, label: `Allow ${symbol}` }] : []),
+    { step: 'deposit', label: 'Deposit' },
+  ];
 }
 
 function WithdrawFlow(props: FlowProps) {
@@ -709,7 +785,9 @@ function WithdrawFlow(props: FlowProps) {
                 <span>
                   About {displayUnits(r.assets, p.asset_decimals, 6)} {p.asset_symbol}
                   {r.claimable
-                    ? ': ready to claim.'
+                    ? r.readyAt > 0
+                      ? `: ready to claim since ${displayDate(r.readyAt)}.`
+                      : ': ready to claim.'
                     : r.readyAt > 0
                       ? `: pending, estimated ready ${displayDate(r.readyAt)}.`
                       : ': pending; the vault has not said when it settles.'}

@@ -88,6 +88,8 @@ export function chainAccess(provider: Eip1193Provider, account: Address) {
 
   return {
     account,
+    /** The wallet itself, for the deposit ladder (packages/sdk/src/engine/ladder.ts). */
+    provider,
     read,
     write,
     receipt,

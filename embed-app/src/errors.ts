@@ -1,4 +1,5 @@
 /** Wallet and chain failures in words, with the code the host receives in its `error` event. */
+import { DepositLadderError } from '../../packages/sdk/src/engine/ladder.ts';
 import { RevertedError } from './chain.ts';
 
 export type ErrorCode =
@@ -7,6 +8,7 @@ export type ErrorCode =
   | 'transaction_reverted'
   | 'wrong_chain'
   | 'wallet_unavailable'
+  | 'batch_failed'
   | 'request_failed';
 
 export interface ShownError {
@@ -15,6 +17,12 @@ export interface ShownError {
 }
 
 export function describeError(err: unknown): ShownError {
+  // The deposit ladder's failures say in words what happened and what moved.
+  if (err instanceof DepositLadderError) {
+    const known: ErrorCode[] = ['user_rejected', 'transaction_reverted', 'batch_failed'];
+    const code = known.find((c) => c === err.code) ?? 'request_failed';
+    return { code, message: err.message };
+  }
   if (err instanceof RevertedError) {
     return {
       code: 'transaction_reverted',

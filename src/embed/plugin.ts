@@ -23,6 +23,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { ChainClient } from '../chain/client.ts';
+import { permitRouterAddress } from '../chain/permit-router.ts';
 import {
   readScheduledFeeChange,
   type ScheduledFeeChange,
@@ -98,6 +99,8 @@ export interface EmbedPluginOptions {
 
 type PluginState = EmbedPluginOptions & {
   feeChanges: TtlCache<ScheduledFeeChange | null>;
+  /** Per chain: the permit deposit router's address when it has code there, else null. */
+  routers: TtlCache<string | null>;
 };
 
 /** The partner environment and its deployed product, or not_found for anything else. */
@@ -146,8 +149,32 @@ async function feeChange(opts: PluginState, product: Product) {
   }
 }
 
+/**
+ * The chain's permit deposit router when it is deployed (code at its computed address); null
+ * otherwise or when the chain cannot say now (the embed then skips the permit rung). Bounded.
+ */
+async function permitRouter(opts: PluginState, chainId: number): Promise<string | null> {
+  const client = opts.clientFor?.(chainId);
+  if (!client) return null;
+  const address = permitRouterAddress();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const code = await Promise.race([
+      client.getCode({ address }),
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), 1500);
+      }),
+    ]);
+    return code && code !== '0x' ? address : null;
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function productView(opts: PluginState, product: Product): Promise<EmbedProductView> {
-  const [latest, health, scheduled] = await Promise.all([
+  const [latest, health, scheduled, router] = await Promise.all([
     opts.snapshots.latestFor([product.id]),
     opts.chain.readHealth(product).then(
       (h): HealthReading | undefined => h,
@@ -156,6 +183,7 @@ async function productView(opts: PluginState, product: Product): Promise<EmbedPr
     opts.feeChanges.get(`${product.chainId}:${product.engineAddress}`, () =>
       feeChange(opts, product),
     ),
+    opts.routers.get(String(product.chainId), () => permitRouter(opts, product.chainId)),
   ]);
   return buildProductView(
     product,
@@ -163,6 +191,7 @@ async function productView(opts: PluginState, product: Product): Promise<EmbedPr
     health,
     opts.chainName(product.chainId),
     scheduled,
+    router,
   );
 }
 
@@ -198,7 +227,11 @@ const htmlError = (err: ApiError) =>
 
 export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncTypebox {
   // A scheduled fee change moves rarely: read at most once a minute per engine.
-  const opts = { ...options, feeChanges: createTtlCache<ScheduledFeeChange | null>(60_000) };
+  const opts = {
+    ...options,
+    feeChanges: createTtlCache<ScheduledFeeChange | null>(60_000),
+    routers: createTtlCache<string | null>(60_000),
+  };
   return async (app) => {
     // Per client address, through @fastify/rate-limit over the kit's counter store (which keeps
     // counting in memory while Redis is away; src/http/fixed-window.ts). Assets are not counted.

@@ -51,6 +51,11 @@ export interface EmbedProductView {
   /** Block of the engine's deployment: where its logs start. */
   deployed_block: string;
   gate: EmbedGate;
+  /**
+   * The chain's permit deposit router (contracts/PermitDepositRouter.sol) when it is deployed there,
+   * else null: the embed's EIP-2612 rung (one signature, one transaction) goes through it.
+   */
+  permit_router_address: string | null;
 }
 
 /**
@@ -100,6 +105,7 @@ export function buildProductView(
   health: HealthReading | undefined,
   chainName: string,
   scheduled: ScheduledFeeChange | null = null,
+  permitRouter: string | null = null,
 ): EmbedProductView {
   if (product.status === 'pending_deploy' || !product.engineAddress) {
     throw new Error('a product without an engine has no embed view');
@@ -131,5 +137,6 @@ export function buildProductView(
     usd_price: product.usdPrice ?? '1',
     deployed_block: String(product.deployedBlock ?? 0n),
     gate: embedGate(product, health),
+    permit_router_address: permitRouter,
   };
 }

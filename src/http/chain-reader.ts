@@ -9,6 +9,7 @@ import type { ChainClient } from '../chain/client.ts';
 import { readEngineFlags } from '../chain/read-engine-flags.ts';
 import { readExitStatus } from '../chain/read-exit-status.ts';
 import { readPosition } from '../chain/read-position.ts';
+import { type RequestReading, readRedeemRequests } from '../chain/read-redeem-requests.ts';
 import {
   readScheduledFeeChange,
   type ScheduledFeeChange,
@@ -37,6 +38,8 @@ export interface PositionReading {
   shares: bigint;
   assets: bigint;
   blockNumber: bigint;
+  /** The requests asked for (`requestIds`), read at the same block. */
+  requests: RequestReading[];
 }
 
 export interface HealthReading {
@@ -133,19 +136,31 @@ export function createChainReader(options: ChainReaderOptions) {
     },
 
     /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
-    readPosition(product: Product, wallet: `0x${string}`, elapsedMs = 0): Promise<PositionReading> {
+    readPosition(
+      product: Product,
+      wallet: `0x${string}`,
+      elapsedMs = 0,
+      requestIds: readonly bigint[] = [],
+    ): Promise<PositionReading> {
       const engine = product.engineAddress!;
       const ms = budget(elapsedMs);
-      const read = positions.get(`${product.chainId}:${engine}:${wallet}`, () =>
+      const key = `${product.chainId}:${engine}:${wallet}:${requestIds.join(',')}`;
+      const read = positions.get(key, () =>
         bounded(product.chainId, ms, async () => {
           const client = clientFor(product);
           const blockNumber = await head(product);
-          const { shares, assets } = await readPosition(client, {
-            vault: engine,
-            owner: wallet,
-            blockNumber,
-          });
-          return { shares, assets, blockNumber };
+          const [{ shares, assets }, requests] = await Promise.all([
+            readPosition(client, { vault: engine, owner: wallet, blockNumber }),
+            requestIds.length === 0
+              ? Promise.resolve([])
+              : readRedeemRequests(client, {
+                  engine,
+                  controller: wallet,
+                  ids: requestIds,
+                  blockNumber,
+                }),
+          ]);
+          return { shares, assets, blockNumber, requests };
         }),
       );
       return within(read, ms);

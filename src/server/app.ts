@@ -22,6 +22,7 @@ import type { Database } from '../db/client.ts';
 import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createEventsRepo } from '../db/events.ts';
 import { createInboundEventsRepo } from '../db/inbound-events.ts';
+import { createRedeemRequestsRepo } from '../db/redeem-requests.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
 import { installAccessLog } from '../http/access-log.ts';
@@ -128,7 +129,7 @@ export async function buildApp(deps: AppDeps) {
       yieldCalcRoute({ products, snapshots }),
       productHealthRoute({ products, chain }),
       feeScheduleRoute({ products, chain }),
-      positionRoute({ products, chain }),
+      positionRoute({ products, chain, requests: createRedeemRequestsRepo(deps.db) }),
       eventsRoute({
         cache,
         products,

@@ -6,7 +6,8 @@
  *    (lifecycle/activation.ts: `active`, `product.deployed` and the provisional snapshot at once);
  * 2. the status follower (lifecycle/status-follower.ts) moves deployed products between `active`,
  *    `paused` and `deprecated` as their engine and upstream vault say at the confirmed block;
- * 3. the signer watch follows the operator's transactions, and the request keeper
+ * 3. the permit deposit router (lifecycle/permit-router.ts) is deployed once the chain has a product;
+ * 4. the signer watch follows the operator's transactions, and the request keeper
  *    (lifecycle/request-keeper.ts) settles what pooled-id underlyings fulfilled.
  */
 
@@ -24,6 +25,7 @@ import { createLease, createLeasedJob } from '../worker/lease.ts';
 import type { Job } from '../worker/runner.ts';
 import { createActivation } from './lifecycle/activation.ts';
 import { createDeployer } from './lifecycle/deployer.ts';
+import { createPermitRouterKeeper } from './lifecycle/permit-router.ts';
 import { createRequestKeeper } from './lifecycle/request-keeper.ts';
 import { createStatusFollower } from './lifecycle/status-follower.ts';
 import { createSignerWatch } from './signer-watch.ts';
@@ -88,6 +90,14 @@ export function createLifecycle(options: LifecycleOptions) {
     sender: signer.sender,
     log,
   });
+  const router = createPermitRouterKeeper({
+    db,
+    chain,
+    client,
+    account: signerAccount(chain),
+    log,
+    holder,
+  });
   const statuses = createStatusFollower({
     db,
     chain,
@@ -108,6 +118,15 @@ export function createLifecycle(options: LifecycleOptions) {
     const confirmed = await confirmedBlock(client, chain, head);
     const deployed = await deployer.deployPending(confirmed);
     const moved = confirmed >= 0n ? await statuses.follow(confirmed) : [];
+    // The permit deposit router beside the engines: a failure is logged and retried next round.
+    await router
+      .ensure(async () => (await products.listAll()).some((p) => p.chainId === chain.chainId))
+      .catch((err: unknown) => {
+        log.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'deploying the permit deposit router failed',
+        );
+      });
     // The operator's transactions: a failure here is logged and must not stop the round's work.
     await signer.round().catch((err: unknown) => {
       log.warn(

@@ -96,6 +96,59 @@ const RedeemRequested = Type.Object(
   strict('Payload of `redeem.requested`.'),
 );
 
+const RedeemClaimable = Type.Object(
+  {
+    slug,
+    chain_id: chainId,
+    request_id: Type.String({
+      pattern: '^0x[0-9a-f]+$',
+      description: "The engine's request id, compact 0x hex (as in `redeem.requested`).",
+    }),
+    user_address: Type.String({
+      pattern: ADDRESS_PATTERN,
+      description: "The request's controller: the wallet that may claim (EIP-55).",
+    }),
+    shares,
+    assets: Type.String({
+      pattern: AMOUNT_PATTERN,
+      description:
+        'Assets the claim pays if made at `block_number` (the engine run on that block), a decimal string in whole units of the asset. A later claim pays the same, give or take the fee rule on yield accrued meanwhile.',
+    }),
+    asset_symbol: Type.String({ description: 'Symbol of the asset, as the chain reports it.' }),
+    claimable_at: Type.String({
+      format: 'date-time',
+      pattern: UTC_DATE_TIME_PATTERN,
+      description:
+        "When the request became claimable: the vault's schedule (`claimableAt`) when it publishes one, else the time of the block where the service found it claimable. ISO 8601 UTC with `Z`.",
+    }),
+    block_number: Type.Integer({
+      minimum: 0,
+      description: 'The confirmed block at which the request was read claimable.',
+    }),
+    claim: Type.Object(
+      {
+        to: Type.String({
+          pattern: ADDRESS_PATTERN,
+          description: 'The engine: the contract to call (EIP-55).',
+        }),
+        function: Type.Literal('claimRedeem(uint256,address)', {
+          description: 'The function to call, from the controller.',
+        }),
+        receiver: Type.String({
+          pattern: ADDRESS_PATTERN,
+          description: 'The receiver encoded in `data`: the controller itself (EIP-55).',
+        }),
+        data: Type.String({
+          pattern: '^0x[0-9a-f]+$',
+          description: 'The calldata, ready for the wallet: `claimRedeem(request_id, receiver)`.',
+        }),
+      },
+      strict('The claim call to make: a transaction from `user_address` to `to` with `data`.'),
+    ),
+  },
+  strict('Payload of `redeem.claimable`.'),
+);
+
 const ApyChange = Type.Object(
   {
     slug,
@@ -264,6 +317,29 @@ export const OUTBOUND_EVENTS = {
       request_id: '0x2a',
       estimated_settlement_at: '2026-03-02T12:00:00Z',
       occurred_at: '2026-03-01T12:00:07Z',
+    },
+  }),
+  'redeem.claimable': define({
+    schema: RedeemClaimable,
+    description:
+      'A redeem request of an asynchronous engine became claimable at a confirmed block: its controller can now claim the assets with the call given. Sent once per request; not sent for a request already claimed when the service first finds it claimable.',
+    dedupeKey: '(event_type, chain_id, engine, request_id)',
+    example: {
+      slug: 'acme-usdc-flex',
+      chain_id: 8453,
+      request_id: '0x2a',
+      user_address: demoUser,
+      shares: '500',
+      assets: '520.017342',
+      asset_symbol: 'USDC',
+      claimable_at: '2026-03-02T12:00:00Z',
+      block_number: 18_293_310,
+      claim: {
+        to: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
+        function: 'claimRedeem(uint256,address)',
+        receiver: demoUser,
+        data: '0x588f1343000000000000000000000000000000000000000000000000000000000000002a00000000000000000000000070997970c51812dc3a010c7d01b50e0d17dc79c8',
+      },
     },
   }),
   'redeem.confirmed': define({

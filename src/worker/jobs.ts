@@ -1,6 +1,6 @@
 /**
  * Every job of the worker role, assembled here and nowhere else. Per chain: the product lifecycle,
- * the log indexer and the daily metrics processor; once per process: the webhook dispatcher, the
+ * the log indexer, the daily metrics processor and the exit follower (`exits:<id>`); once per process: the webhook dispatcher, the
  * webhook maintenance (endpoint health, retention) and the inbound linker. The lifecycle and the indexer hold a lease per chain (`lifecycle:<id>`,
  * `indexer:<id>`), the processor's writes are idempotent (one row per product and day) and the
  * dispatcher claims each attempt under its own lease, so several worker processes can run the
@@ -9,6 +9,7 @@
 import type { Database } from '../db/client.ts';
 import type { Logger } from '../logger.ts';
 import type { ChainRuntime } from '../sync/chain-runtime.ts';
+import { createExitFollower } from '../sync/exits.ts';
 import { createIndexer } from '../sync/indexer.ts';
 import { createLifecycle, defaultHolder } from '../sync/lifecycle.ts';
 import { createMetricsProcessor } from '../sync/metrics.ts';
@@ -69,6 +70,8 @@ export function buildWorkerJobs(options: {
       ),
     );
     jobs.push(createMetricsProcessor({ db, logger, chain, client }).job(intervals.metricsMs));
+    // Redeem requests followed to their claim (redeem.claimable), as often as the indexer.
+    jobs.push(createExitFollower({ db, logger, chain, client, holder }).job(intervals.indexerMs));
   }
   const { maintenance, ...sending } = options.webhooks;
   jobs.push(createDispatcher({ db, logger, ...sending, leaseMs: leases.deliveryMs }).job());

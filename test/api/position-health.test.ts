@@ -97,6 +97,8 @@ describe('position and health on a local chain', () => {
         shares: viemFormatUnits(shares, 12),
         assets: viemFormatUnits(assets, 6),
         usd_value: body.data.usd_value,
+        // Added field (#34): the wallet's redeem requests in flight; none here.
+        redeem_requests: [],
       },
     });
     // usd_value: assets × 1 (USD-pegged), toward zero to cents.

@@ -34,6 +34,7 @@ import { DEV_ADDRESSES } from '../../src/chain/local/accounts.ts';
 import { type AnvilHandle, startAnvil } from '../../src/chain/local/anvil.ts';
 import { aprBpsToRatePerSecond } from '../../src/chain/local/rates.ts';
 import { createRpc, type RpcRequest } from '../../src/chain/local/rpc.ts';
+import { permitRouterDeployment } from '../../src/chain/permit-router.ts';
 
 export const USD = 1_000_000n;
 export const [OPERATOR, SERVICE, PARTNER, ...USERS] = DEV_ADDRESSES as unknown as Address[] as [
@@ -85,6 +86,19 @@ export async function setupFixture(): Promise<Fixture> {
       86_400n,
     ])
   ).address;
+  // The service's permit deposit router, as on every chain the service deploys to (the lifecycle
+  // deploys it where it is missing: test/sync/permit-router-keeper.test.ts), sent by the last dev
+  // account, which no test uses: the operator's nonces and the engines' addresses stay as they were.
+  const router = permitRouterDeployment();
+  const routerTx = (await rpc('eth_sendTransaction', [
+    {
+      from: DEV_ADDRESSES[DEV_ADDRESSES.length - 1],
+      to: router.to,
+      data: router.data,
+      gas: '0x1e8480',
+    },
+  ])) as Hash;
+  await client.waitForTransactionReceipt({ hash: routerTx });
   const block = await client.getBlock();
   const fx: Fixture = {
     anvil,

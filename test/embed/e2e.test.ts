@@ -15,10 +15,22 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
-import { type Address, decodeEventLog, erc4626Abi, formatUnits, type Hex, parseUnits } from 'viem';
+import {
+  type Address,
+  decodeEventLog,
+  erc4626Abi,
+  formatUnits,
+  getAddress,
+  type Hex,
+  parseUnits,
+} from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gasLimit } from '../../embed-app/src/gas.ts';
-import { yieldVaultAbi } from '../../src/chain/generated/index.ts';
+import {
+  batchCallAccountBytecode,
+  yieldEngineAbi,
+  yieldVaultAbi,
+} from '../../src/chain/generated/index.ts';
 import { LOCAL_ROLES } from '../../src/chain/local/accounts.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createWebhookDestinationsRepo } from '../../src/db/webhook-destinations.ts';
@@ -58,7 +70,10 @@ let rpcUrl: string;
 let chainId: number;
 let live: DemoEnv;
 let partnerId: string;
+let apiKey: string;
 let nextSpare = 0;
+/** The code the batching test wallet delegates to (EIP-7702), deployed for the tests. */
+let batchAccount: Address;
 
 async function rpc(method: string, params: unknown[] = []): Promise<unknown> {
   const res = await fetch(rpcUrl, {
@@ -82,11 +97,28 @@ async function sendFrom(from: Address, to: string, data: Hex) {
   if (receipt.status !== '0x1') throw new Error(`setup transaction reverted: ${hash}`);
 }
 
-/** A fresh wallet (a spare anvil account: no allowance yet) holding `usdc` of the demo asset. */
-async function fundedWallet(assetAddress: Address, usdc: bigint): Promise<TestWallet> {
+/**
+ * A fresh wallet (a spare anvil account: no allowance yet) holding `usdc` of the demo asset. Kinds:
+ * `plain` signs transactions only (no EIP-5792 batching, no EIP-712 typed data: approve + deposit);
+ * `permit` also signs typed data (the demo asset's permit: one signature, one transaction);
+ * `batch` batches atomically (EIP-5792 through an EIP-7702 account: one confirmation).
+ */
+async function fundedWallet(
+  assetAddress: Address,
+  usdc: bigint,
+  kind: 'plain' | 'permit' | 'batch' = 'plain',
+): Promise<TestWallet> {
   const index = 12 + nextSpare++;
-  const wallet = createTestWallet({ rpcUrl, chainId, index });
+  const wallet = createTestWallet({
+    rpcUrl,
+    chainId,
+    index,
+    ...(kind === 'plain' ? { typedData: false } : {}),
+    ...(kind === 'batch' ? { batchAccount } : {}),
+  });
   const { encodeFunctionData, erc20Abi } = await import('viem');
+  // Gas money: the chain funds dev accounts up to index 19; later wallets get theirs here.
+  await rpc('anvil_setBalance', [wallet.address, '0x56bc75e2d63100000']);
   await sendFrom(
     LOCAL_ROLES.users[0],
     assetAddress,
@@ -111,6 +143,12 @@ async function openHost(
   query = '',
 ): Promise<{ page: Page; frame: Frame }> {
   const page = await context.newPage();
+  page.on('console', (m) => {
+    if (process.env.EMBED_DEBUG) console.log(`[page ${m.type()}] ${m.text()}`);
+  });
+  page.on('pageerror', (e) => {
+    if (process.env.EMBED_DEBUG) console.log(`[page error] ${e.message}`);
+  });
   const url = new URL(live.embed.host_example_url);
   url.pathname = url.pathname.replace(/[^/]+$/, slug);
   url.search = query;
@@ -202,6 +240,56 @@ async function seriousViolations(frame: Frame): Promise<string[]> {
     .map((v) => `${v.id} (${v.impact}): ${v.help}`);
 }
 
+/** The wallet's asset balance and engine shares, on chain. */
+async function holdings(p: { asset_address: Address; engine_address: Address }, who: Address) {
+  const { encodeFunctionData, erc20Abi } = await import('viem');
+  const read = async (to: Address) =>
+    BigInt(
+      (await rpc('eth_call', [
+        { to, data: encodeFunctionData({ abi: erc20Abi, functionName: 'balanceOf', args: [who] }) },
+        'latest',
+      ])) as Hex,
+    );
+  return { assets: await read(p.asset_address), shares: await read(p.engine_address) };
+}
+
+/** The deposit.confirmed deliveries the receiver got for `who`'s deposits. */
+function depositWebhooks(who: Address) {
+  return receiver.requests
+    .filter((r) => r.headers['x-service-event'] === 'deposit.confirmed')
+    .map(
+      (r) =>
+        JSON.parse(r.body.toString()) as {
+          tx_hash: string;
+          user_address: string;
+          amount: string;
+          shares: string;
+        },
+    )
+    .filter((b) => b.user_address.toLowerCase() === who.toLowerCase());
+}
+
+/** Mines the blocks time would (the indexer takes logs two deep) and waits for the webhook. */
+async function depositWebhook(who: Address, txHash: Hex) {
+  await rpc('anvil_mine', ['0x3']);
+  return waitFor(
+    () => depositWebhooks(who).find((b) => b.tx_hash === txHash),
+    90_000,
+    `deposit.confirmed for ${txHash}`,
+  );
+}
+
+/** Opens the active product with `wallet`, connected, on the deposit tab. */
+async function connectedEmbed(wallet: TestWallet, viewport = { width: 1100, height: 1500 }) {
+  const context = await browser.newContext({ viewport });
+  await wallet.install(context, new URL(live.embed.url).origin);
+  const { page, frame } = await openHost(context, live.products.active);
+  const embed = page.frameLocator('iframe');
+  await embed.getByRole('button', { name: /connect/i }).click();
+  await embed.getByText('Your position').waitFor();
+  return { context, page, frame, embed };
+}
+
 describe.skipIf(skip)('the embed in Chromium', () => {
   beforeAll(async () => {
     const assets = builtEmbedAssets();
@@ -225,6 +313,7 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     chainId = Number(await rpc('eth_chainId'));
     const creds = JSON.parse(readFileSync(path.join(dataDir, 'demo-credentials.json'), 'utf8'));
     live = creds.partners[0].live;
+    apiKey = creds.partners[0].live.api_key;
     const { rows } = await service.db.query<{ partner_id: string }>(
       'SELECT partner_id FROM products WHERE slug = $1',
       [live.products.active],
@@ -234,7 +323,7 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       partnerId,
       environment: 'live',
       url: `${receiver.url}/hooks`,
-      eventTypes: ['deposit.confirmed'],
+      eventTypes: ['deposit.confirmed', 'redeem.claimable'],
     });
     // No interest on the sync vault during the test: the shares a deposit mints can then be
     // compared exactly with the preview read a few blocks earlier (with interest accruing every
@@ -246,6 +335,16 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       sync.underlying_vault_address,
       encodeFunctionData({ abi: yieldVaultAbi, functionName: 'setRatePerSecond', args: [0n] }),
     );
+    const deployHash = (await rpc('eth_sendTransaction', [
+      { from: LOCAL_ROLES.users[0], data: batchCallAccountBytecode },
+    ])) as Hex;
+    batchAccount = (
+      (await waitFor(
+        async () => (await rpc('eth_getTransactionReceipt', [deployHash])) ?? undefined,
+        30_000,
+        'the batch account',
+      )) as { contractAddress: Address }
+    ).contractAddress;
     otherOrigin = createServer((_req, res) => {
       res.setHeader('content-type', 'text/html');
       res.end(
@@ -347,7 +446,7 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     wallet.rejectNext = true;
     await embed.getByLabel(/amount to deposit/i).fill('100');
     await embed.getByRole('button', { name: /^deposit$/i }).click();
-    await embed.getByText(/declined the request in your wallet/i).waitFor();
+    await embed.getByText(/declined the approval in your wallet\. No funds moved/i).waitFor();
     await shot(page, 'rejected');
     expect((await waitForEvent(page, 'error')).data.code).toBe('user_rejected');
     expect(wallet.sent().map((c) => c.outcome)).toEqual(['rejected']);
@@ -479,6 +578,170 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     await context.close();
   });
 
+  it('a wallet with atomic batching (EIP-5792) deposits with one confirmation: approve + deposit in one wallet_sendCalls', {
+    timeout: 180_000,
+  }, async () => {
+    const sync = await productRow(live.products.active);
+    const wallet = await fundedWallet(sync.asset_address, 500n * 10n ** 6n, 'batch');
+    // 360 px wide: the smallest layout the embed supports.
+    const { context, page, frame, embed } = await connectedEmbed(wallet, {
+      width: 360,
+      height: 1400,
+    });
+    const before = await holdings(sync, wallet.address);
+    await embed.getByLabel(/amount to deposit/i).fill('120');
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    const confirmed = await waitForEvent(page, 'deposit_confirmed');
+    expect(confirmed.data).toMatchObject({ rung: 'batch', approval: 'in_batch', confirmations: 1 });
+    // One prompt: the batch, atomic, approve then deposit; followed by wallet_getCallsStatus.
+    expect(wallet.prompts().map((c) => c.method)).toEqual(['wallet_sendCalls']);
+    const [req] = wallet.prompts()[0]!.params as [
+      { atomicRequired: boolean; calls: Array<{ to: string; data: Hex }> },
+    ];
+    expect(req.atomicRequired).toBe(true);
+    expect(req.calls.map((c) => [c.to.toLowerCase(), c.data.slice(0, 10)])).toEqual([
+      [sync.asset_address.toLowerCase(), APPROVE],
+      [sync.engine_address.toLowerCase(), DEPOSIT],
+    ]);
+    expect(wallet.calls.some((c) => c.method === 'wallet_getCallsStatus')).toBe(true);
+    const submitted = await waitForEvent(page, 'deposit_submitted');
+    expect(submitted.data).toMatchObject({ tx_hash: null, rung: 'batch' });
+    expect(submitted.data.batch_id).toBe(wallet.prompts()[0]!.outcome);
+    // On chain: one transaction from the user (to itself, the delegated account) moved the funds.
+    const txHash = confirmed.data.tx_hash as Hex;
+    const mined = (await rpc('eth_getTransactionReceipt', [txHash])) as {
+      status: Hex;
+      from: string;
+    };
+    expect(mined).toMatchObject({ status: '0x1', from: wallet.address.toLowerCase() });
+    const after = await holdings(sync, wallet.address);
+    expect(after.assets).toBe(before.assets - parseUnits('120', 6));
+    expect(formatUnits(after.shares - before.shares, sync.share_decimals)).toBe(
+      confirmed.data.shares,
+    );
+    await embed.getByTestId('deposit-rung').filter({ hasText: 'you confirm once' }).waitFor();
+    await embed.locator('.step.done').filter({ hasText: 'one confirmation' }).waitFor();
+    await embed
+      .getByTestId('position-shares')
+      .filter({ hasText: formatUnits(after.shares, sync.share_decimals) })
+      .waitFor();
+    expect(await frame.evaluate('document.documentElement.scrollWidth <= 360')).toBe(true);
+    expect(await seriousViolations(frame)).toEqual([]);
+    await shot(page, 'deposit-one-confirmation');
+    const hook = await depositWebhook(wallet.address, txHash);
+    expect(hook.amount).toBe('120');
+    expect(hook.shares).toBe(confirmed.data.shares);
+    await context.close();
+  });
+
+  it('a wallet without batching, over the permit asset: one signature and one transaction (the permit router)', {
+    timeout: 180_000,
+  }, async () => {
+    const sync = await productRow(live.products.active);
+    const view = (
+      (await (await fetch(live.embed.url.replace('/embed/', '/embed/api/'))).json()) as {
+        data: { permit_router_address: string | null };
+      }
+    ).data;
+    expect(view.permit_router_address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const wallet = await fundedWallet(sync.asset_address, 500n * 10n ** 6n, 'permit');
+    const { context, page, embed } = await connectedEmbed(wallet);
+    const before = await holdings(sync, wallet.address);
+    await embed.getByLabel(/amount to deposit/i).fill('75.25');
+    await embed.getByRole('button', { name: /^deposit$/i }).click();
+    const confirmed = await waitForEvent(page, 'deposit_confirmed');
+    expect(confirmed.data).toMatchObject({ rung: 'permit', approval: 'permit', confirmations: 2 });
+    expect(wallet.prompts().map((c) => c.method)).toEqual([
+      'eth_signTypedData_v4',
+      'eth_sendTransaction',
+    ]);
+    const [tx] = wallet.sent()[0]!.params as [{ to: string }];
+    expect(tx.to.toLowerCase()).toBe(view.permit_router_address!.toLowerCase());
+    expect(confirmed.data.tx_hash).toBe(wallet.sent()[0]!.outcome);
+    await expectGasRule(wallet);
+    const after = await holdings(sync, wallet.address);
+    expect(after.assets).toBe(before.assets - parseUnits('75.25', 6));
+    expect(formatUnits(after.shares - before.shares, sync.share_decimals)).toBe(
+      confirmed.data.shares,
+    );
+    // The router keeps nothing.
+    expect(await holdings(sync, view.permit_router_address as Address)).toEqual({
+      assets: 0n,
+      shares: 0n,
+    });
+    await embed.getByTestId('deposit-rung').filter({ hasText: 'supports permits' }).waitFor();
+    await shot(page, 'deposit-permit');
+    const hook = await depositWebhook(wallet.address, confirmed.data.tx_hash as Hex);
+    expect(hook.amount).toBe('75.25');
+    await context.close();
+  });
+
+  it('declining the batch, the signature, the approval or the deposit: the user reads what happened, no funds move', {
+    timeout: 400_000,
+  }, async () => {
+    const sync = await productRow(live.products.active);
+    const depositCall = (m: string, p: unknown) =>
+      m === 'eth_sendTransaction' && (p as [{ data: Hex }])[0].data.startsWith(DEPOSIT);
+    const cases = [
+      {
+        kind: 'batch',
+        refuse: (m: string) => m === 'wallet_sendCalls',
+        words:
+          /declined the deposit \(approve and deposit in one confirmation\) in your wallet\. No funds moved/,
+      },
+      {
+        kind: 'permit',
+        refuse: (m: string) => m === 'eth_signTypedData_v4',
+        words: /declined the permit signature in your wallet\. No funds moved/,
+      },
+      {
+        kind: 'permit',
+        refuse: (m: string) => m === 'eth_sendTransaction',
+        words: /declined the deposit transaction in your wallet\. No funds moved/,
+      },
+      {
+        kind: 'plain',
+        refuse: (m: string) => m === 'eth_sendTransaction',
+        words: /declined the approval in your wallet\. No funds moved/,
+      },
+      {
+        kind: 'plain',
+        refuse: depositCall,
+        words:
+          /declined the deposit transaction in your wallet\. No funds moved\. Your approval transaction went through/,
+      },
+    ] as const;
+    for (const c of cases) {
+      const wallet = await fundedWallet(sync.asset_address, 200n * 10n ** 6n, c.kind);
+      wallet.refuse = c.refuse;
+      const { context, page, embed } = await connectedEmbed(wallet);
+      const before = await holdings(sync, wallet.address);
+      await embed.getByLabel(/amount to deposit/i).fill('50');
+      await embed.getByRole('button', { name: /^deposit$/i }).click();
+      await embed.getByRole('alert').filter({ hasText: c.words }).waitFor();
+      expect((await waitForEvent(page, 'error')).data.code).toBe('user_rejected');
+      expect((await hostEvents(page)).some((e) => e.type.startsWith('deposit_'))).toBe(false);
+      await embed.locator('.step.failed').first().waitFor();
+      expect(await holdings(sync, wallet.address)).toEqual(before);
+      expect(wallet.prompts().filter((x) => x.outcome === 'rejected')).toHaveLength(1);
+      if (c.kind === 'batch') await shot(page, 'batch-declined');
+      // Not half done: the form is usable again, and a second try (not refused) deposits.
+      wallet.refuse = undefined;
+      await embed.getByRole('button', { name: /^deposit$/i }).click();
+      const confirmed = await waitForEvent(page, 'deposit_confirmed');
+      // After a confirmed approval, the retry needs no new one.
+      if (c.refuse === depositCall) expect(confirmed.data.approval).toBe('existing_allowance');
+      const after = await holdings(sync, wallet.address);
+      expect(after.assets).toBe(before.assets - parseUnits('50', 6));
+      await depositWebhook(wallet.address, confirmed.data.tx_hash as Hex);
+      // The refused attempt left no deposit on chain: the receiver heard of one deposit only.
+      expect(depositWebhooks(wallet.address).map((b) => b.tx_hash)).toEqual([
+        confirmed.data.tx_hash,
+      ]);
+      await context.close();
+    }
+  });
+
   it('a wallet exposed only as window.ethereum (no EIP-6963 announcement) is found and used', {
     timeout: 180_000,
   }, async () => {
@@ -586,8 +849,8 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     await shot(page, 'bridge');
     await context.close();
   });
-  it('async product: request, pending with its estimated time, claim after the settlement delay', {
-    timeout: 180_000,
+  it('async product: request pending with its estimated time; claimable on chain → redeem.claimable once at the HTTPS receiver, the position endpoint pending → claimable → gone; the claim button completes it', {
+    timeout: 300_000,
   }, async () => {
     const p = await productRow(live.products.active_async);
     const wallet = await fundedWallet(p.asset_address, 500n * 10n ** 6n);
@@ -607,31 +870,149 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     await embed.getByRole('button', { name: 'Max' }).click();
     await embed.getByRole('button', { name: /request withdrawal/i }).click();
     const requested = await waitForEvent(page, 'redeem_requested');
-    expect(requested.data.request_id).toMatch(/^0x[0-9a-f]+$/);
+    const requestId = requested.data.request_id as string;
+    expect(requestId).toMatch(/^0x[0-9a-f]+$/);
     await embed
       .getByTestId('redeem-request')
       .getByText(/pending, estimated ready/)
       .waitFor();
     await shot(page, 'async-pending');
 
+    // The partner API: once confirmed, the request is listed as pending with its estimated time.
+    const position = async () => {
+      const res = await fetch(
+        `${service.url}/api/partner/products/${live.products.active_async}/position?address=${wallet.address}`,
+        { headers: { 'x-api-key': apiKey } },
+      );
+      expect(res.status).toBe(200);
+      return (
+        (await res.json()) as {
+          data: {
+            shares: string;
+            redeem_requests: Array<{
+              request_id: string;
+              shares: string;
+              status: string;
+              estimated_claimable_at: string | null;
+              claimable_since: string | null;
+            }>;
+          };
+        }
+      ).data;
+    };
+    await rpc('anvil_mine', ['0x3']);
+    const pending = await waitFor(
+      async () => (await position()).redeem_requests[0],
+      60_000,
+      'the pending request in the position',
+    );
+    expect(pending).toMatchObject({
+      request_id: requestId,
+      status: 'pending',
+      claimable_since: null,
+    });
+    expect(pending.estimated_claimable_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    const claimableHooks = () =>
+      receiver.requests.filter(
+        (r) =>
+          r.headers['x-service-event'] === 'redeem.claimable' &&
+          (JSON.parse(r.body.toString()) as { request_id: string; slug: string }).request_id ===
+            requestId &&
+          (JSON.parse(r.body.toString()) as { slug: string }).slug === live.products.active_async,
+      );
+    expect(claimableHooks()).toHaveLength(0);
+
+    // The settlement delay passes on chain; confirmed blocks follow.
     await rpc('evm_increaseTime', [86_400 + 60]);
     await rpc('evm_mine');
+    await rpc('anvil_mine', ['0x3']);
+    const hook = await waitFor(
+      () => claimableHooks()[0],
+      90_000,
+      'redeem.claimable at the receiver',
+    );
+    const body = JSON.parse(hook.body.toString()) as {
+      user_address: string;
+      shares: string;
+      assets: string;
+      block_number: number;
+      claimable_at: string;
+      claim: { to: string; function: string; receiver: string; data: Hex };
+    };
+    const { encodeFunctionData } = await import('viem');
+    const claimData = encodeFunctionData({
+      abi: yieldEngineAbi,
+      functionName: 'claimRedeem',
+      args: [BigInt(requestId), wallet.address],
+    });
+    expect(body).toMatchObject({
+      user_address: wallet.address,
+      shares: pending.shares,
+      claim: {
+        to: getAddress(p.engine_address),
+        function: 'claimRedeem(uint256,address)',
+        receiver: wallet.address,
+        data: claimData,
+      },
+    });
+    expect(Date.parse(body.claimable_at)).toBe(Date.parse(pending.estimated_claimable_at!));
+    // The assets due are what the claim pays at that block (the engine's own answer).
+    const due = (await rpc('eth_call', [
+      { from: wallet.address, to: p.engine_address, data: claimData },
+      `0x${body.block_number.toString(16)}`,
+    ])) as Hex;
+    expect(body.assets).toBe(formatUnits(BigInt(due), 6));
+    const claimable = await waitFor(
+      async () => {
+        const r = (await position()).redeem_requests[0];
+        return r?.status === 'claimable' ? r : undefined;
+      },
+      30_000,
+      'the claimable request in the position',
+    );
+    expect(claimable).toMatchObject({ request_id: requestId, estimated_claimable_at: null });
+    expect(claimable.claimable_since).toBe(body.claimable_at);
+
     await page.reload();
     const again = page.frameLocator('iframe');
     await again.getByRole('button', { name: /connect/i }).click();
     await again.getByRole('tab', { name: 'Withdraw' }).click();
     await again
       .getByTestId('redeem-request')
-      .getByText(/ready to claim/)
+      .getByText(/ready to claim since/)
       .waitFor();
     await shot(page, 'async-claimable');
+    const before = await holdings(
+      { asset_address: p.asset_address, engine_address: p.engine_address },
+      wallet.address,
+    );
     await again.getByRole('button', { name: 'Claim' }).click();
     const claimed = await waitForEvent(page, 'redeem_confirmed');
-    expect(claimed.data.request_id).toBe(requested.data.request_id);
+    expect(claimed.data.request_id).toBe(requestId);
     await again.getByTestId('redeem-request').waitFor({ state: 'detached' });
+    const after = await holdings(
+      { asset_address: p.asset_address, engine_address: p.engine_address },
+      wallet.address,
+    );
+    expect(after.assets).toBeGreaterThanOrEqual(before.assets + BigInt(due) - 10n ** 4n);
     await expectGasRule(wallet);
     const frame = page.frames().find((f) => f.url().includes('/embed/emb_'))!;
     expect(await seriousViolations(frame)).toEqual([]);
+    // Gone from the position once claimed (read live at the head block).
+    await waitFor(
+      async () => ((await position()).redeem_requests.length === 0 ? true : undefined),
+      30_000,
+      'the claimed request gone from the position',
+    );
+    // Exactly once: more blocks and follower rounds send nothing more for this request.
+    await rpc('anvil_mine', ['0x5']);
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(claimableHooks()).toHaveLength(1);
+    const { rows } = await service.db.query<{ n: string }>(
+      "SELECT count(*) AS n FROM events WHERE event_type = 'redeem.claimable' AND payload LIKE $1",
+      [`%"request_id":"${requestId}"%${wallet.address}%`],
+    );
+    expect(Number(rows[0]!.n)).toBe(1);
     await context.close();
   });
 });

@@ -6,16 +6,27 @@
  * origin of the frame that made it.
  */
 import type { BrowserContext } from 'playwright-core';
-import { type Address, createWalletClient, type Hex, http } from 'viem';
+import {
+  type Address,
+  createWalletClient,
+  encodeFunctionData,
+  type Hex,
+  http,
+  type TypedDataDefinition,
+} from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
+import { batchCallAccountAbi } from '../../src/chain/generated/index.ts';
 import { DEV_MNEMONIC } from '../../src/chain/local/accounts.ts';
+
+/** The requests a user confirms in a wallet (each one is a prompt). */
+export const PROMPTS = ['eth_sendTransaction', 'wallet_sendCalls', 'eth_signTypedData_v4'];
 
 export interface RecordedCall {
   origin: string;
   method: string;
   params: unknown;
-  /** eth_sendTransaction: the hash it broadcast, or the refusal. */
-  outcome?: Hex | 'rejected';
+  /** A prompt (PROMPTS): the hash it broadcast (a batch: its id), the signature, or the refusal. */
+  outcome?: Hex | string | 'rejected';
   /** What the request answered, when it succeeded. */
   result?: unknown;
 }
@@ -28,14 +39,36 @@ export interface TestWallet {
   /** The next eth_sendTransaction is refused as the user would (EIP-1193 4001). */
   rejectNext: boolean;
   sent(): RecordedCall[];
+  /** Every prompt the user answered (transactions, batches, signatures), refusals included. */
+  prompts(): RecordedCall[];
+  /**
+   * Refuses a prompt as the user would (EIP-1193 4001) when it returns true: e.g. the deposit
+   * after an approval, or the batch. Asked for every prompt.
+   */
+  refuse?: (method: string, params: unknown) => boolean;
   /**
    * Injects the wallet into the frames of `origin`: as `window.ethereum` and, unless `announce` is
    * false, announced by EIP-6963 (a wallet that only sets `window.ethereum`, as older ones do).
    */
   install(context: BrowserContext, origin: string, opts?: { announce?: boolean }): Promise<void>;
+  /** The wallet as an EIP-1193 provider in Node (the SDK's tests), recorded with origin `node`. */
+  request(args: { method: string; params?: unknown }): Promise<unknown>;
 }
 
-export function createTestWallet(options: { rpcUrl: string; chainId: number; index: number }) {
+export function createTestWallet(options: {
+  rpcUrl: string;
+  chainId: number;
+  index: number;
+  /**
+   * EIP-5792 atomic batching: the account delegates (EIP-7702) to this BatchCallAccount and a
+   * `wallet_sendCalls` is one transaction to itself running the calls in order, all or none (as
+   * smart-account wallets do). Absent: the wallet answers the EIP-5792 methods with 4200
+   * (unsupported), as a plain wallet does.
+   */
+  batchAccount?: Address;
+  /** False: a wallet that cannot sign EIP-712 typed data (answers 4200), as some hardware wallets. */
+  typedData?: boolean;
+}) {
   const account = mnemonicToAccount(DEV_MNEMONIC, { addressIndex: options.index });
   const signer = createWalletClient({ account, transport: http(options.rpcUrl) });
   const rpc = async (method: string, params: unknown) => {
@@ -58,31 +91,157 @@ export function createTestWallet(options: { rpcUrl: string; chainId: number; ind
     chainId: options.chainId,
     rejectNext: false,
     sent: () => wallet.calls.filter((c) => c.method === 'eth_sendTransaction'),
+    prompts: () => wallet.calls.filter((c) => PROMPTS.includes(c.method)),
+    async request(request) {
+      const a = await answer('node', request);
+      if (a.error) throw Object.assign(new Error(a.error.message), { code: a.error.code });
+      return a.result;
+    },
     async install(context, origin, opts = {}) {
       await context.exposeBinding(
         '__testWallet',
-        async (source, request: { method: string; params?: unknown }) => {
-          const call: RecordedCall = {
-            origin: new URL(source.frame.url()).origin,
-            method: request.method,
-            params: request.params,
-          };
-          wallet.calls.push(call);
-          try {
-            call.result = await handle(request.method, request.params, call);
-            return { result: call.result };
-          } catch (err) {
-            const e = err as { code?: number; message?: string };
-            return { error: { code: e.code ?? -32603, message: e.message ?? String(err) } };
-          }
-        },
+        async (source, request: { method: string; params?: unknown }) =>
+          answer(new URL(source.frame.url()).origin, request),
       );
       await context.addInitScript(injectedProvider, { origin, announce: opts.announce ?? true });
     },
   };
 
+  /** Records and answers one request; errors become EIP-1193 error objects. */
+  async function answer(origin: string, request: { method: string; params?: unknown }) {
+    const call: RecordedCall = { origin, method: request.method, params: request.params };
+    wallet.calls.push(call);
+    try {
+      call.result = await handle(request.method, request.params, call);
+      return { result: call.result };
+    } catch (err) {
+      const e = err as { code?: number; message?: string };
+      return { error: { code: e.code ?? -32603, message: e.message ?? String(err) } };
+    }
+  }
+
+  const batches = new Map<string, Hex>();
+  const unsupported = () =>
+    Object.assign(new Error('The wallet does not support this method.'), { code: 4200 });
+
   async function handle(method: string, params: unknown, call: RecordedCall): Promise<unknown> {
+    if (PROMPTS.includes(method)) {
+      if (method === 'eth_sendTransaction' && wallet.rejectNext) {
+        wallet.rejectNext = false;
+        call.outcome = 'rejected';
+        throw Object.assign(new Error('User rejected the request.'), { code: 4001 });
+      }
+      if (wallet.refuse?.(method, params)) {
+        call.outcome = 'rejected';
+        throw Object.assign(new Error('User rejected the request.'), { code: 4001 });
+      }
+    }
     switch (method) {
+      case 'wallet_getCapabilities': {
+        if (!options.batchAccount) throw unsupported();
+        const [, chains] = params as [Address, Hex[] | undefined];
+        const chainHex = `0x${options.chainId.toString(16)}`;
+        if (chains && !chains.map((c) => Number(c)).includes(options.chainId)) return {};
+        return { [chainHex]: { atomic: { status: 'supported' } } };
+      }
+      case 'wallet_sendCalls': {
+        if (!options.batchAccount) throw unsupported();
+        const [req] = params as [
+          {
+            chainId: Hex;
+            from?: Address;
+            atomicRequired?: boolean;
+            calls: Array<{ to: Address; data?: Hex; value?: Hex }>;
+          },
+        ];
+        if (Number(req.chainId) !== options.chainId) {
+          throw Object.assign(new Error('Unsupported chain'), { code: 5710 });
+        }
+        if (req.from && req.from.toLowerCase() !== account.address.toLowerCase()) {
+          throw Object.assign(new Error('unknown account'), { code: 4100 });
+        }
+        // Delegated once (EIP-7702); then one transaction to itself runs the whole batch.
+        const code = (await rpc('eth_getCode', [account.address, 'latest'])) as Hex;
+        const delegated =
+          code.toLowerCase() === `0xef0100${options.batchAccount.slice(2)}`.toLowerCase();
+        const authorization = delegated
+          ? undefined
+          : await signer.signAuthorization({
+              account,
+              contractAddress: options.batchAccount,
+              executor: 'self',
+            });
+        const data = encodeFunctionData({
+          abi: batchCallAccountAbi,
+          functionName: 'executeBatch',
+          args: [
+            req.calls.map((c) => ({
+              to: c.to,
+              value: c.value ? BigInt(c.value) : 0n,
+              data: c.data ?? '0x',
+            })),
+          ],
+        });
+        const hash = await signer.sendTransaction({
+          to: account.address,
+          data,
+          chain: null,
+          // The batch's own estimate plus the engine's fee-accrual allowance (embed-app/src/gas.ts).
+          gas: 3_000_000n,
+          ...(authorization ? { authorizationList: [authorization] } : {}),
+        });
+        const id = `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}`;
+        batches.set(id, hash);
+        call.outcome = id;
+        return { id };
+      }
+      case 'wallet_getCallsStatus': {
+        if (!options.batchAccount) throw unsupported();
+        const [id] = params as [string];
+        const hash = batches.get(id);
+        if (!hash) throw Object.assign(new Error('Unknown bundle id'), { code: 5730 });
+        const receipt = (await rpc('eth_getTransactionReceipt', [hash])) as {
+          status: Hex;
+          logs: unknown[];
+          blockHash: Hex;
+          blockNumber: Hex;
+          gasUsed: Hex;
+          transactionHash: Hex;
+        } | null;
+        return {
+          version: '2.0.0',
+          id,
+          chainId: `0x${options.chainId.toString(16)}`,
+          atomic: true,
+          status: receipt ? (receipt.status === '0x1' ? 200 : 500) : 100,
+          receipts: receipt
+            ? [
+                {
+                  logs: receipt.logs,
+                  status: receipt.status,
+                  blockHash: receipt.blockHash,
+                  blockNumber: receipt.blockNumber,
+                  gasUsed: receipt.gasUsed,
+                  transactionHash: receipt.transactionHash,
+                },
+              ]
+            : [],
+        };
+      }
+      case 'eth_signTypedData_v4': {
+        if (options.typedData === false) throw unsupported();
+        const [from, json] = params as [Address, string];
+        if (from.toLowerCase() !== account.address.toLowerCase()) {
+          throw Object.assign(new Error('unknown account'), { code: 4100 });
+        }
+        const typed = JSON.parse(json) as TypedDataDefinition & {
+          types: Record<string, unknown>;
+        };
+        const { EIP712Domain: _, ...types } = typed.types;
+        const signature = await account.signTypedData({ ...typed, types } as TypedDataDefinition);
+        call.outcome = signature;
+        return signature;
+      }
       case 'eth_requestAccounts':
       case 'eth_accounts':
         return [account.address];
@@ -97,11 +256,6 @@ export function createTestWallet(options: { rpcUrl: string; chainId: number; ind
         return null;
       }
       case 'eth_sendTransaction': {
-        if (wallet.rejectNext) {
-          wallet.rejectNext = false;
-          call.outcome = 'rejected';
-          throw Object.assign(new Error('User rejected the request.'), { code: 4001 });
-        }
         const [tx] = params as [{ from: Address; to: Address; data: Hex; gas?: Hex }];
         if (tx.from.toLowerCase() !== account.address.toLowerCase()) {
           throw Object.assign(new Error('unknown account'), { code: 4100 });

@@ -642,7 +642,7 @@ describe('CSRF: bound to the session, same origin only', () => {
 
   it('refuses a state change sent from another site (Origin, Sec-Fetch-Site), with a valid token', async () => {
     const c = await h.signedIn(email('csrf-origin'));
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       { origin: 'https://evil.example' },
       { origin: 'null', 'sec-fetch-site': 'cross-site' },
       { 'sec-fetch-site': 'cross-site' },

@@ -25,6 +25,8 @@ describe('the outbound event catalogue', () => {
     expect(OUTBOUND_EVENT_TYPES).toEqual([
       'deposit.confirmed',
       'redeem.requested',
+      // Issue #34: a redeem request became claimable.
+      'redeem.claimable',
       'redeem.confirmed',
       'apy_change',
       'tvl_alert',

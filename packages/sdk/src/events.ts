@@ -21,6 +21,8 @@ export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = webhookEventType
 /** `deposit.confirmed` and `redeem.confirmed`: one chain log at confirmation depth. */
 export type ConfirmedEvent = WebhookEventData['deposit.confirmed'];
 export type RedeemRequestedEvent = WebhookEventData['redeem.requested'];
+/** A redeem request became claimable: its id, shares, assets due and the claim call to make. */
+export type RedeemClaimableEvent = WebhookEventData['redeem.claimable'];
 export type ApyChangeEvent = WebhookEventData['apy_change'];
 export type TvlAlertEvent = WebhookEventData['tvl_alert'];
 export type VaultPauseEvent = WebhookEventData['vault_pause'];

@@ -65,13 +65,19 @@ describe('startMockApi', () => {
     const slug = products[0]!.slug;
     expect((await client.getApyHistory(slug, { days: 7 })).length).toBe(7);
     expect((await client.getFeeStats(slug)).length).toBe(30);
+    // The API's formulas: a year at the APY, a month at (1 + APY)^(1/12) − 1 (1.0527^(1/12) =
+    // 1.004289029...), toward zero to the asset's 6 decimals.
     expect(await client.calculateYield(slug, { amount: '1000' })).toEqual({
       principal: '1000',
       net_apy_for_user: '0.052700',
       apy_basis: 'engine',
+      apy_window: '1d',
       annual_yield: '52.700000',
-      monthly_yield: '4.391666',
+      monthly_yield: '4.289029',
     });
+    expect(
+      (await client.calculateYield(slug, { amount: '1000', apy_window: '7d' })).net_apy_for_user,
+    ).toBe('0.052600');
     expect(
       await client.getPosition(slug, '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'),
     ).toMatchObject({ shares: '1000.000000000000', assets: '1052.700000' });

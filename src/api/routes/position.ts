@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { getAddress, isAddress } from 'viem';
 import type { ProductsRepo } from '../../db/products.ts';
+import type { RedeemRequestsRepo } from '../../db/redeem-requests.ts';
 import type { ChainReader } from '../../http/chain-reader.ts';
 import { ApiError } from '../../http/errors.ts';
 import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
@@ -11,6 +12,37 @@ import { productOf } from '../product-access.ts';
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
+const UTC_SECONDS = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$';
+
+export const RedeemRequestInFlight = Type.Object(
+  {
+    request_id: Type.String({
+      pattern: '^0x[0-9a-f]+$',
+      description: "The engine's request id, compact 0x hex (as in the `redeem.*` events).",
+    }),
+    shares: DecimalString('Engine shares escrowed by the request, in whole share units'),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('claimable')], {
+      description:
+        '`pending`: waiting for the underlying vault; `claimable`: the wallet can claim now (`claimRedeem(request_id, receiver)` on the engine). A claimed request is no longer listed.',
+    }),
+    estimated_claimable_at: Type.Union(
+      [Type.String({ format: 'date-time', pattern: UTC_SECONDS }), Type.Null()],
+      {
+        description:
+          "Pending: when the vault's schedule says the request becomes claimable (ISO 8601 UTC); null when the vault publishes none, and when claimable.",
+      },
+    ),
+    claimable_since: Type.Union(
+      [Type.String({ format: 'date-time', pattern: UTC_SECONDS }), Type.Null()],
+      {
+        description:
+          "Claimable: since when (the vault's schedule when it has one, else when the service found it claimable); null while pending, or when the service has not seen it claimable yet.",
+      },
+    ),
+  },
+  { title: 'RedeemRequestInFlight', additionalProperties: false },
+);
+
 export const Position = Type.Object(
   {
     wallet_address: Type.String({ description: 'EIP-55 checksummed address' }),
@@ -18,6 +50,10 @@ export const Position = Type.Object(
     shares: DecimalString('Engine shares, in whole share units (engine decimals)'),
     assets: DecimalString('Asset value of the shares, in whole asset units'),
     usd_value: DecimalString('USD value, rounded toward zero to cents'),
+    redeem_requests: Type.Array(RedeemRequestInFlight, {
+      description:
+        "Added field. The wallet's redeem requests in flight (it is their controller), oldest first: asynchronous products only (always empty on a synchronous one). A request is listed once its `redeem.requested` is confirmed; its status is read from the chain at the same block as the shares, so a claimed request is gone at once. Escrowed shares are not in `shares`.",
+    }),
   },
   { title: 'Position', additionalProperties: false },
 );
@@ -40,6 +76,8 @@ export function parseWalletAddress(raw: string | undefined): `0x${string}` {
 export function positionRoute(deps: {
   products: ProductsRepo;
   chain: ChainReader;
+  /** The followed redeem requests (src/sync/exits.ts); without it, no request is listed. */
+  requests?: RedeemRequestsRepo;
 }): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
@@ -49,7 +87,7 @@ export function positionRoute(deps: {
           operationId: 'getPosition',
           summary: 'Wallet position',
           description:
-            "One wallet's shares and their value in one product, read from the chain at one block. Served in every deployed state, so holders of a paused or deprecated product can still exit.",
+            "One wallet's shares and their value in one product, read from the chain at one block, and its redeem requests in flight (asynchronous products: pending or claimable, with their times). Served in every deployed state, so holders of a paused or deprecated product can still exit.",
           tags: ['Positions'],
           params: SlugParams,
           querystring: Type.Object({ address: Type.Optional(Type.String()) }),
@@ -71,11 +109,38 @@ export function positionRoute(deps: {
             'The product chain does not use EVM addresses.',
           );
         }
-        const { shares, assets } = await deps.chain.readPosition(
+        const followed =
+          product.vaultKind === 'async' && deps.requests
+            ? await deps.requests.openFor(product.id, wallet)
+            : [];
+        const { shares, assets, requests } = await deps.chain.readPosition(
           product,
           wallet,
           reply.elapsedTime,
+          followed.map((r) => r.requestId),
         );
+        const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+        const shareDecimals = product.shareDecimals ?? product.assetDecimals;
+        const inFlight = followed.flatMap((row, i) => {
+          const live = requests[i];
+          if (!live || live.claimed) return [];
+          const schedule = live.claimableAt > 0n ? new Date(Number(live.claimableAt) * 1000) : null;
+          return [
+            {
+              request_id: `0x${row.requestId.toString(16)}`,
+              shares: formatUnits(row.shares, shareDecimals),
+              status: live.claimable ? ('claimable' as const) : ('pending' as const),
+              estimated_claimable_at: !live.claimable && schedule ? iso(schedule) : null,
+              claimable_since: live.claimable
+                ? row.claimableAt
+                  ? iso(row.claimableAt)
+                  : schedule
+                    ? iso(schedule)
+                    : null
+                : null,
+            },
+          ];
+        });
         return {
           success: true as const,
           data: {
@@ -84,6 +149,7 @@ export function positionRoute(deps: {
             shares: formatUnits(shares, product.shareDecimals ?? product.assetDecimals),
             assets: formatUnits(assets, product.assetDecimals),
             usd_value: usdValue(assets, product.assetDecimals, product.usdPrice ?? '1'),
+            redeem_requests: inFlight,
           },
         };
       },

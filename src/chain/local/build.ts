@@ -144,6 +144,7 @@ export async function buildLocalChain(options: BuildLocalChainOptions): Promise<
     },
     engines,
     pending,
+    permitRouter: contracts.permitRouter,
     timings: {
       deploySeconds: round1((t1 - t0) / 1000),
       simulateSeconds: round1((t2 - t1) / 1000),

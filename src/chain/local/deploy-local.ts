@@ -16,6 +16,7 @@ import {
   yieldVaultAbi,
   yieldVaultBytecode,
 } from '../generated/index.ts';
+import { permitRouterAddress, permitRouterDeployment } from '../permit-router.ts';
 import { LOCAL_ROLES } from './accounts.ts';
 import type { BlockBuilder } from './block-builder.ts';
 import { type DemoProduct, deployedDemoProducts } from './demo-manifest.ts';
@@ -38,6 +39,8 @@ export interface LocalContracts {
   syncVault: DeployedContract;
   asyncVault: DeployedContract;
   engines: LocalEngine[];
+  /** The permit deposit router (CREATE2, at its computed address). */
+  permitRouter: DeployedContract;
 }
 
 export async function deployLocalChain(
@@ -159,12 +162,21 @@ export async function deployLocalChain(
       });
     }
   }
-  await builder.mine(options.timestamp + 36);
+  // Last, so that every address above stays what it was: the permit deposit router (CREATE2
+  // through anvil's deterministic deployment proxy, at the address every chain gives it).
+  await builder.send({
+    from: deployer,
+    ...permitRouterDeployment(),
+    gas: 2_000_000n,
+    label: 'deploy PermitDepositRouter',
+  });
+  const setupBlock = await builder.mine(options.timestamp + 36);
 
   return {
     asset: { address: asset, deploymentBlock: Number(deployBlock1.number) },
     syncVault: { address: syncVault, deploymentBlock: Number(vaultBlock.number) },
     asyncVault: { address: asyncVault, deploymentBlock: Number(vaultBlock.number) },
     engines,
+    permitRouter: { address: permitRouterAddress(), deploymentBlock: Number(setupBlock.number) },
   };
 }

@@ -73,6 +73,11 @@ export interface LocalDeployment {
   };
   engines: Record<string, DeployedEngine>;
   pending: Record<string, PendingEngine>;
+  /**
+   * The permit deposit router (src/chain/permit-router.ts); absent from chains saved before it
+   * existed (the lifecycle deploys it there).
+   */
+  permitRouter?: DeployedContract;
   /** How long building the chain took, for the record. */
   timings: { deploySeconds: number; simulateSeconds: number; transactions: number; blocks: number };
 }

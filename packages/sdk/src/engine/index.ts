@@ -339,3 +339,19 @@ export async function sendCalls(
   }
   return receipts;
 }
+
+export {
+  type ApprovalKind,
+  atomicBatching,
+  DepositLadderError,
+  type DepositLadderParams,
+  type DepositLadderResult,
+  type DepositRung,
+  depositWithLadder,
+  type Eip1193Like,
+  type LadderFailureStage,
+  type LadderReceipt,
+  type LadderStep,
+  PERMIT_ROUTER_ADDRESS,
+  permitRouterAbi,
+} from './ladder.ts';

@@ -154,7 +154,7 @@ export type paths = {
         };
         /**
          * Wallet position
-         * @description One wallet's shares and their value in one product, read from the chain at one block. Served in every deployed state, so holders of a paused or deprecated product can still exit.
+         * @description One wallet's shares and their value in one product, read from the chain at one block, and its redeem requests in flight (asynchronous products: pending or claimable, with their times). Served in every deployed state, so holders of a paused or deprecated product can still exit.
          */
         get: operations["getPosition"];
         put?: never;
@@ -363,6 +363,30 @@ export type webhooks = {
          *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
          */
         post: operations["webhook_product_deployed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "redeem.claimable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * redeem.claimable
+         * @description A redeem request of an asynchronous engine became claimable at a confirmed block: its controller can now claim the assets with the call given. Sent once per request; not sent for a request already claimed when the service first finds it claimable.
+         *
+         *     Dedupe key: (event_type, chain_id, engine, request_id).
+         *
+         *     Sent to each enabled destination of the partner environment that subscribes to the type (the URL and types can be edited in the portal; changes apply to what is sent from then on). A disabled destination, whether by the service after days of failures (5 by default) or by the partner, receives nothing: its pending deliveries and the events meanwhile are kept as failed, and re-enabling it replays them.
+         */
+        post: operations["webhook_redeem_claimable"];
         delete?: never;
         options?: never;
         head?: never;
@@ -623,6 +647,8 @@ export type components = {
             /** @description Asset value of the shares, in whole asset units */
             assets: string;
             product_slug: string;
+            /** @description Added field. The wallet's redeem requests in flight (it is their controller), oldest first: asynchronous products only (always empty on a synchronous one). A request is listed once its `redeem.requested` is confirmed; its status is read from the chain at the same block as the shares, so a claimed request is gone at once. Escrowed shares are not in `shares`. */
+            redeem_requests: components["schemas"]["RedeemRequestInFlight"][];
             /** @description Engine shares, in whole share units (engine decimals) */
             shares: string;
             /** @description USD value, rounded toward zero to cents */
@@ -651,6 +677,21 @@ export type components = {
             /** @enum {string} */
             status: "pending_deploy" | "active" | "paused" | "deprecated";
             underlying_vault_address: string;
+        };
+        RedeemRequestInFlight: {
+            /** @description Claimable: since when (the vault's schedule when it has one, else when the service found it claimable); null while pending, or when the service has not seen it claimable yet. */
+            claimable_since: string | null;
+            /** @description Pending: when the vault's schedule says the request becomes claimable (ISO 8601 UTC); null when the vault publishes none, and when claimable. */
+            estimated_claimable_at: string | null;
+            /** @description The engine's request id, compact 0x hex (as in the `redeem.*` events). */
+            request_id: string;
+            /** @description Engine shares escrowed by the request, in whole share units */
+            shares: string;
+            /**
+             * @description `pending`: waiting for the underlying vault; `claimable`: the wallet can claim now (`claimRedeem(request_id, receiver)` on the engine). A claimed request is no longer listed.
+             * @enum {string}
+             */
+            status: "pending" | "claimable";
         };
         YieldProjection: {
             /** @description principal × apy, toward zero to asset decimals */
@@ -2729,6 +2770,100 @@ export interface operations {
             };
         };
     };
+    webhook_redeem_claimable: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Standard Webhooks message id: the event id (equal to `X-Service-Event-Id`). */
+                "webhook-id": string;
+                /** @description Standard Webhooks: space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}">`, keyed with the base64-decoded part of the secret after `whsec_`. During the grace period of a secret rotation it carries one signature per valid secret (new first); one match suffices. Verifiable with the `standardwebhooks` library. */
+                "webhook-signature": string;
+                /** @description Standard Webhooks: Unix time in seconds of this attempt, covered by `webhook-signature`. Refuse deliveries outside a tolerance (5 min) to stop replays. */
+                "webhook-timestamp": string;
+                /** @description The event type (the key of this entry). */
+                "X-Service-Event": string;
+                /** @description The stable id of the event (`evt_…`): the same on every attempt and replay of it. Receivers dedupe by it. */
+                "X-Service-Event-Id": string;
+                /** @description Strictly increasing over all events of the partner environment (`partner_sequence` in the events feed): the order the feed lists events in. Absent on `ping`. */
+                "X-Service-Partner-Sequence"?: string;
+                /** @description The event's number, strictly increasing per product (the same on every attempt and replay; `sequence` in the events feed). Retries deliver out of order: keep the highest number applied per product, and treat an event with a lower one as older than what you hold (apply it in order, or fetch the product's state). Numbers can be skipped, so a gap means nothing. Absent on `ping` and on an event of no product. Not covered by the signatures (it travels over the same TLS connection; the events feed lists it too). */
+                "X-Service-Sequence"?: string;
+                /** @description Lowercase hex HMAC-SHA256 of the exact raw body bytes, keyed with the whole destination secret (`whsec_…`) as UTF-8. Compare in constant time. After a rotation, signed with the new secret only (`webhook-signature` carries both during the grace period). */
+                "X-Service-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "slug": "acme-usdc-flex",
+                 *       "chain_id": 8453,
+                 *       "request_id": "0x2a",
+                 *       "user_address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+                 *       "shares": "500",
+                 *       "assets": "520.017342",
+                 *       "asset_symbol": "USDC",
+                 *       "claimable_at": "2026-03-02T12:00:00Z",
+                 *       "block_number": 18293310,
+                 *       "claim": {
+                 *         "to": "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+                 *         "function": "claimRedeem(uint256,address)",
+                 *         "receiver": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+                 *         "data": "0x588f1343000000000000000000000000000000000000000000000000000000000000002a00000000000000000000000070997970c51812dc3a010c7d01b50e0d17dc79c8"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Symbol of the asset, as the chain reports it. */
+                    asset_symbol: string;
+                    /** @description Assets the claim pays if made at `block_number` (the engine run on that block), a decimal string in whole units of the asset. A later claim pays the same, give or take the fee rule on yield accrued meanwhile. */
+                    assets: string;
+                    /** @description The confirmed block at which the request was read claimable. */
+                    block_number: number;
+                    /** @description Chain id (JSON integer). */
+                    chain_id: number;
+                    /** @description The claim call to make: a transaction from `user_address` to `to` with `data`. */
+                    claim: {
+                        /** @description The calldata, ready for the wallet: `claimRedeem(request_id, receiver)`. */
+                        data: string;
+                        /**
+                         * @description The function to call, from the controller.
+                         * @constant
+                         */
+                        function: "claimRedeem(uint256,address)";
+                        /** @description The receiver encoded in `data`: the controller itself (EIP-55). */
+                        receiver: string;
+                        /** @description The engine: the contract to call (EIP-55). */
+                        to: string;
+                    };
+                    /**
+                     * Format: date-time
+                     * @description When the request became claimable: the vault's schedule (`claimableAt`) when it publishes one, else the time of the block where the service found it claimable. ISO 8601 UTC with `Z`.
+                     */
+                    claimable_at: string;
+                    /** @description The engine's request id, compact 0x hex (as in `redeem.requested`). */
+                    request_id: string;
+                    /** @description Shares, a decimal string in whole units of the engine share. */
+                    shares: string;
+                    /** @description Slug of the product. */
+                    slug: string;
+                    /** @description The request's controller: the wallet that may claim (EIP-55). */
+                    user_address: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Received. Any other status, or no answer within 10 s, is a failed attempt (retried twice: ~60 s, then ~10 min). */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     webhook_redeem_confirmed: {
         parameters: {
             query?: never;
@@ -3001,4 +3136,4 @@ export interface operations {
 }
 
 /** The outbound event types of the catalogue, from the document's webhooks section. */
-export const webhookEventTypes = ["apy_change","chain_event.retracted","deposit.confirmed","ping","product.deployed","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;
+export const webhookEventTypes = ["apy_change","chain_event.retracted","deposit.confirmed","ping","product.deployed","redeem.claimable","redeem.confirmed","redeem.requested","tvl_alert","vault_pause"] as const;

@@ -112,14 +112,23 @@ export function defaultFixtures(): MockFixtures {
           underlying_apy: '0.062000',
           net_apy_for_user: '0.052700',
           apy_basis: 'engine',
+          net_apy_7d: '0.052600',
+          net_apy_30d: '0.052500',
+          underlying_apy_7d: '0.061900',
+          underlying_apy_30d: '0.061800',
         },
       },
     ],
     apyHistory: {
-      [SLUG]: days.map((date) => ({
+      [SLUG]: days.map((date, i) => ({
         date,
         underlying_apy: '0.062000',
         net_apy_for_user: '0.052700',
+        // Null until the window has data, as the API says (the oldest rows of the 30 days).
+        net_apy_7d: i < 23 ? '0.052600' : null,
+        net_apy_30d: i === 0 ? '0.052500' : null,
+        underlying_apy_7d: i < 23 ? '0.061900' : null,
+        underlying_apy_30d: i === 0 ? '0.061800' : null,
       })),
     },
     feeStats: {
@@ -153,6 +162,7 @@ export function defaultFixtures(): MockFixtures {
           shares: '1000.000000000000',
           assets: '1052.700000',
           usd_value: '1052.70',
+          redeem_requests: [],
         },
       },
     },
@@ -187,17 +197,41 @@ const ROUTES = (Object.keys(OPERATIONS) as OperationId[]).map((id) => ({
   pattern: new RegExp(`^${OPERATIONS[id].path.replace(/\{\w+\}/g, '([^/]+)')}$`),
 }));
 
-/** Scales a decimal string by an APY given as a decimal string, exactly, to `decimals` places. */
-function times(amount: string, rate: string, decimals: number, divisor = 1n): string {
-  const scale = (s: string) => {
-    const [i, f = ''] = s.split('.');
-    return { n: BigInt(`${i}${f}`), d: f.length };
+/** A non-negative decimal string as an integer scaled by 10^SCALE_DIGITS (truncated). */
+const SCALE_DIGITS = 30;
+const SCALE = 10n ** BigInt(SCALE_DIGITS);
+function scaled(value: string): bigint {
+  const [i = '0', f = ''] = value.split('.');
+  return BigInt(`${i}${f.padEnd(SCALE_DIGITS, '0').slice(0, SCALE_DIGITS)}`);
+}
+
+/** ⌊x^(1/n)⌋ of a non-negative bigint (Newton's method). */
+function integerRoot(x: bigint, n: bigint): bigint {
+  if (x < 2n) return x;
+  let r = 1n << (BigInt(x.toString(2).length) / n + 1n);
+  for (;;) {
+    const next = ((n - 1n) * r + x / r ** (n - 1n)) / n;
+    if (next >= r) return r;
+    r = next;
+  }
+}
+
+/** A scaled amount written with `decimals` places, toward zero. */
+function written(value: bigint, decimals: number): string {
+  const units = value / 10n ** BigInt(SCALE_DIGITS - decimals);
+  const s = units.toString().padStart(decimals + 1, '0');
+  return decimals === 0 ? s : `${s.slice(0, -decimals)}.${s.slice(-decimals)}`;
+}
+
+/** The API's projection (yield-calc): principal × apy a year, × ((1 + apy)^(1/12) − 1) a month. */
+function projection(amount: string, apy: string, decimals: number) {
+  const principal = scaled(amount);
+  const rate = scaled(apy);
+  const monthlyFactor = integerRoot((SCALE + rate) * SCALE ** 11n, 12n) - SCALE;
+  return {
+    annual_yield: written((principal * rate) / SCALE, decimals),
+    monthly_yield: written((principal * monthlyFactor) / SCALE, decimals),
   };
-  const a = scale(amount);
-  const r = scale(rate);
-  const n = (a.n * r.n * 10n ** BigInt(decimals)) / (10n ** BigInt(a.d + r.d) * divisor);
-  const s = n.toString().padStart(decimals + 1, '0');
-  return `${s.slice(0, -decimals)}.${s.slice(-decimals)}`;
 }
 
 /**
@@ -253,18 +287,25 @@ export async function startMockApi(
           shares: held?.shares ?? '0',
           assets: held?.assets ?? '0',
           usd_value: held?.usd_value ?? '0.00',
+          redeem_requests: held?.redeem_requests ?? [],
         };
       }
       case 'getYieldProjection': {
         const amount = query.get('amount') ?? '0';
-        const apy = product?.latest_metrics?.net_apy_for_user ?? '0';
-        const decimals = product?.asset_decimals ?? 6;
+        const window = query.get('apy_window') ?? '1d';
+        const m = product?.latest_metrics;
+        const apy =
+          (window === '7d'
+            ? m?.net_apy_7d
+            : window === '30d'
+              ? m?.net_apy_30d
+              : m?.net_apy_for_user) ?? '0';
         return {
           principal: amount,
           net_apy_for_user: apy,
-          apy_basis: product?.latest_metrics?.apy_basis ?? 'engine',
-          annual_yield: times(amount, apy, decimals),
-          monthly_yield: times(amount, apy, decimals, 12n),
+          apy_basis: window === '1d' ? (m?.apy_basis ?? 'engine') : 'engine',
+          apy_window: window,
+          ...projection(amount, apy, product?.asset_decimals ?? 6),
         };
       }
       default:

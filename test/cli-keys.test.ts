@@ -7,6 +7,7 @@ import { renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockDataDir } from '../src/db/pglite-lock.ts';
+import { formatUtc } from '../src/time-format.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { freshDatabase, scratchDir, type TestDatabase } from './helpers/db.ts';
 import { spawnCli } from './helpers/process.ts';
@@ -125,7 +126,7 @@ describe('key CLI', () => {
         actor: 'operator',
         member_id: null,
         environment: 'live',
-        target: `${liveId} → ${newId}, old key ends ${ends}`,
+        target: `${liveId} → ${newId}, old key ends ${formatUtc(new Date(ends))}`,
       },
     ]);
   });

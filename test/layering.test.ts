@@ -34,6 +34,8 @@ const BELOW = [
   'log-destination.ts',
   'url-secrets.ts',
   'config.ts',
+  'operations/',
+  'time-format.ts',
   'redis.ts',
   'redis-watchdog.ts',
 ];

@@ -9,8 +9,9 @@ import {
   normaliseOrigin,
   TooManyOriginsError,
 } from '../db/embed-settings.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import { changeEmbedOrigins, type OriginChange } from '../operations/embed-origins.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
-import { recordOperatorChange } from './audit.ts';
 import { type CommandContext, CommandError } from './shared.ts';
 
 function origin(raw: string, previous: string[] = []): string[] {
@@ -37,46 +38,29 @@ function printSettings(ctx: CommandContext, s: EmbedSettings, json: boolean) {
   );
 }
 
-/** A change of the origin list: the repository's statement (the portal calls the same ones). */
-type Change = (
-  repo: ReturnType<typeof createEmbedSettingsRepo>,
-  partnerId: string,
-  env: Environment,
-) => Promise<EmbedSettings | undefined>;
-
 async function change(
   ctx: CommandContext,
   opts: { partner: string; env: Environment; json: boolean },
-  fn: Change | undefined,
+  change?: { kind: OriginChange; origins: readonly string[] },
 ) {
   const settings = await ctx.withDatabase(ctx.config(), async (db) => {
     const partner = await partnerNamed(db, opts.partner);
-    const repo = createEmbedSettingsRepo(db);
-    const current = await repo.get(partner.id, opts.env);
-    if (!current) throw new CommandError('this partner environment has no embed settings');
-    if (!fn) return current;
-    let changed: EmbedSettings;
+    let found: EmbedSettings | undefined;
     try {
-      changed = (await fn(repo, partner.id, opts.env))!;
+      found = change
+        ? await changeEmbedOrigins(db, OPERATOR, {
+            partnerId: partner.id,
+            environment: opts.env,
+            change: change.kind,
+            origins: change.origins,
+          })
+        : await createEmbedSettingsRepo(db).get(partner.id, opts.env);
     } catch (err) {
       if (err instanceof TooManyOriginsError) throw new CommandError(err.message);
       throw err;
     }
-    // One audit row per origin allowed or removed, as the portal writes them.
-    const was = new Set(current.allowedOrigins);
-    const now = new Set(changed.allowedOrigins);
-    const moves = [
-      ...changed.allowedOrigins
-        .filter((o) => !was.has(o))
-        .map((o) => ({ action: 'embed.origin_added' as const, target: o })),
-      ...current.allowedOrigins
-        .filter((o) => !now.has(o))
-        .map((o) => ({ action: 'embed.origin_removed' as const, target: o })),
-    ];
-    for (const m of moves) {
-      await recordOperatorChange(db, { partnerId: partner.id, environment: opts.env, ...m });
-    }
-    return changed;
+    if (!found) throw new CommandError('this partner environment has no embed settings');
+    return found;
   });
   printSettings(ctx, settings, opts.json);
 }
@@ -91,25 +75,25 @@ export function registerEmbedCommand(program: Command, ctx: CommandContext): voi
 
   target(embed.command('show'))
     .description('print the public embed id and the allowed parent origins')
-    .action((opts) => change(ctx, opts, undefined));
+    .action((opts) => change(ctx, opts));
 
   const origins = embed.command('origins').description('parent origins allowed to frame the embed');
   target(origins.command('add'))
     .description('allow a parent origin (repeat --origin for several)')
     .requiredOption('--origin <origin>', 'https://host[:port] (http:// for loopback only)', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
-      change(ctx, opts, (repo, id, env) => repo.addOrigins(id, env, opts.origin)),
+      change(ctx, opts, { kind: 'add', origins: opts.origin }),
     );
   target(origins.command('remove'))
     .description('stop allowing a parent origin')
     .requiredOption('--origin <origin>', 'https://host[:port] (http:// for loopback only)', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin: string[] }) =>
-      change(ctx, opts, (repo, id, env) => repo.removeOrigins(id, env, opts.origin)),
+      change(ctx, opts, { kind: 'remove', origins: opts.origin }),
     );
   target(origins.command('set'))
     .description('replace the allowed parent origins (no --origin: none)')
     .option('--origin <origin>', 'https://host[:port] (http:// for loopback only)', origin)
     .action((opts: { partner: string; env: Environment; json: boolean; origin?: string[] }) =>
-      change(ctx, opts, (repo, id, env) => repo.setOrigins(id, env, opts.origin ?? [])),
+      change(ctx, opts, { kind: 'set', origins: opts.origin ?? [] }),
     );
 }

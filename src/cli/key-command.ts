@@ -11,10 +11,10 @@ import {
   keyStatus,
   ROLL_OVERLAPS,
   type RollOverlap,
-  rollApiKey,
 } from '../db/api-keys.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import { createKey, revokeKey, rollKey } from '../operations/keys.ts';
 import { environment, partnerNamed } from './arguments.ts';
-import { recordOperatorChange as audited } from './audit.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 
 function overlap(raw: string): RollOverlap {
@@ -38,14 +38,11 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
       async (opts: { partner: string; env: 'live' | 'test'; name?: string; json: boolean }) => {
         const created = await ctx.withDatabase(ctx.config(), async (db) => {
           const partner = await partnerNamed(db, opts.partner);
-          const made = await createApiKeysRepo(db).create(partner.id, opts.env, opts.name);
-          await audited(db, {
+          return createKey(db, OPERATOR, {
             partnerId: partner.id,
-            action: 'key.created',
             environment: opts.env,
-            target: `${made.record.id} ${maskKey(made.record.prefix, made.record.last4)}`,
+            name: opts.name,
           });
-          return made;
         });
         if (opts.json) {
           ctx.printJson({
@@ -67,18 +64,7 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
     .command('revoke <id>')
     .description('revoke a key by its id (key_…); it then answers 401 revoked_api_key')
     .action(async (id: string) => {
-      const revoked = await ctx.withDatabase(ctx.config(), async (db) => {
-        const keys = createApiKeysRepo(db);
-        const found = await keys.get(id);
-        if (!found || !(await keys.revoke(id))) return false;
-        await audited(db, {
-          partnerId: found.partnerId,
-          action: 'key.revoked',
-          environment: found.environment,
-          target: `${found.id} ${maskKey(found.prefix, found.last4)}`,
-        });
-        return true;
-      });
+      const revoked = await ctx.withDatabase(ctx.config(), (db) => revokeKey(db, OPERATOR, id));
       if (!revoked) throw new CommandError(`no active key with id ${id}`, 'not_found');
       ctx.print(`Revoked ${id}.`);
     });
@@ -96,18 +82,9 @@ export function registerKeyCommand(program: Command, ctx: CommandContext): void 
     )
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { expires: RollOverlap; json: boolean }) => {
-      const rolled = await ctx.withDatabase(ctx.config(), async (db) => {
-        const done = await rollApiKey(db, id, opts.expires);
-        if (done) {
-          await audited(db, {
-            partnerId: done.record.partnerId,
-            action: 'key.rolled',
-            environment: done.record.environment,
-            target: `${id} → ${done.record.id}, old key ends ${done.old.revokedAt?.toISOString()}`,
-          });
-        }
-        return done;
-      });
+      const rolled = await ctx.withDatabase(ctx.config(), (db) =>
+        rollKey(db, OPERATOR, id, opts.expires),
+      );
       if (!rolled) throw new CommandError(`no active key with id ${id}`, 'not_found');
       if (opts.json) {
         return ctx.printJson({

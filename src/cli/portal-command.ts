@@ -10,8 +10,10 @@ import {
   type MemberRole,
   normaliseEmail,
 } from '../db/portal-members.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import { inviteMember } from '../operations/team.ts';
 import { portalPublicUrl } from '../portal/public-url.ts';
-import { inviteMember, issueSignInUrl } from '../portal/sign-in-links.ts';
+import { issueSignInUrl } from '../portal/sign-in-links.ts';
 import { partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError } from './shared.ts';
 
@@ -52,7 +54,11 @@ export function registerPortalCommand(program: Command, ctx: CommandContext): vo
         }
         const member =
           existing ??
-          (await inviteMember(db, { partnerId: partner.id, email: opts.email, role: opts.role }));
+          (await inviteMember(db, OPERATOR, {
+            partnerId: partner.id,
+            email: opts.email,
+            role: opts.role,
+          }));
         const url = await issueSignInUrl(db, portalPublicUrl(config), member.id);
         return { member, url, created: !existing };
       });

@@ -9,10 +9,11 @@ import {
   type DeliveryStatus,
   MAX_DELIVERY_LIST_LIMIT,
 } from '../db/webhook-deliveries.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import { replayEvent, replayFailedSince } from '../operations/webhook-replays.ts';
 import { integerInRange, parseIsoMoment } from './arguments.ts';
-import { recordDestinationChange } from './audit.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
-import { deliveryJson, operatorErrors } from './webhook-support.ts';
+import { deliveryJson, lazySecretBox, operatorErrors } from './webhook-support.ts';
 
 function status(raw: string): DeliveryStatus {
   const found = DELIVERY_STATUSES.find((s) => s === raw);
@@ -106,17 +107,9 @@ export function registerWebhookDeliveryCommands(webhook: Command, ctx: CommandCo
           }
           const config = ctx.config();
           const replayed = await operatorErrors(() =>
-            ctx.withDatabase(config, async (db) => {
-              const done = await createWebhookDeliveriesRepo(db).replayFailed(destination, since);
-              await recordDestinationChange(
-                db,
-                config,
-                destination,
-                'webhook.replayed',
-                `${done.count} failed since ${since.toISOString()}`,
-              );
-              return done;
-            }),
+            ctx.withDatabase(config, (db) =>
+              replayFailedSince(db, lazySecretBox(config), OPERATOR, destination, since),
+            ),
           );
           if (opts.json) {
             return ctx.printJson({
@@ -133,22 +126,9 @@ export function registerWebhookDeliveryCommands(webhook: Command, ctx: CommandCo
         const eventId = opts.event as string;
         const config = ctx.config();
         const replayed = await operatorErrors(() =>
-          ctx.withDatabase(config, async (db) => {
-            const made = await createWebhookDeliveriesRepo(db).replayEvent(
-              eventId,
-              opts.destination,
-            );
-            for (const d of made) {
-              await recordDestinationChange(
-                db,
-                config,
-                d.destinationId,
-                'webhook.replayed',
-                `event ${eventId} as delivery ${d.id}`,
-              );
-            }
-            return made;
-          }),
+          ctx.withDatabase(config, (db) =>
+            replayEvent(db, lazySecretBox(config), OPERATOR, eventId, opts.destination),
+          ),
         );
         if (replayed.length === 0) {
           throw new CommandError(

@@ -10,9 +10,18 @@ import {
   MAX_ROTATION_GRACE_MS,
 } from '../db/webhook-destinations.ts';
 import { createWebhookHealthRepo, MAX_DISABLE_NOTE_LENGTH } from '../db/webhook-health.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import {
+  addDestination,
+  disableDestination,
+  enableDestination,
+  pingDestination,
+  removeDestination,
+  rotateDestinationSecret,
+  updateDestination,
+} from '../operations/webhook-destinations.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
-import { recordDestinationChange } from './audit.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
 import {
   deliveryJson,
@@ -62,13 +71,6 @@ export function parseGrace(raw: string): number {
   return ms;
 }
 
-/** A grace period in the largest whole unit: `0`, `30 m`, `24 h`, `7 d`. */
-function graceLabel(ms: number): string {
-  if (ms === 0) return '0';
-  const unit = (['d', 'h', 'm', 's'] as const).find((u) => ms % UNIT_MS[u] === 0) ?? 's';
-  return `${ms / UNIT_MS[unit]} ${unit}`;
-}
-
 export function registerWebhookDestinationCommands(webhook: Command, ctx: CommandContext): void {
   webhook
     .command('add')
@@ -94,20 +96,12 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const added = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
             const partnerId = (await partnerNamed(db, opts.partner)).id;
-            const made = await createWebhookDestinationsRepo(db, lazySecretBox(config)).add({
+            return addDestination(db, lazySecretBox(config), OPERATOR, {
               partnerId,
               environment: opts.env,
               url: opts.url,
               eventTypes: opts.events ?? null,
             });
-            await recordDestinationChange(
-              db,
-              config,
-              made.destination.id,
-              'webhook.added',
-              opts.url,
-            );
-            return made;
           }),
         );
         const d = added.destination;
@@ -251,17 +245,9 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .action(async (id: string, opts: { replay: boolean; json: boolean }) => {
       const config = ctx.config();
       const enabled = await operatorErrors(() =>
-        ctx.withDatabase(config, async (db) => {
-          const done = await createWebhookHealthRepo(db).enable(id, { replay: opts.replay });
-          await recordDestinationChange(
-            db,
-            config,
-            id,
-            'webhook.enabled',
-            `${done.replayed.length} replayed`,
-          );
-          return done;
-        }),
+        ctx.withDatabase(config, (db) =>
+          enableDestination(db, lazySecretBox(config), OPERATOR, id, { replay: opts.replay }),
+        ),
       );
       if (opts.json) {
         return ctx.printJson({
@@ -310,29 +296,11 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const config = ctx.config();
         const updated = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
-            const repo = createWebhookDestinationsRepo(db, lazySecretBox(config));
-            const before = await repo.find(id);
-            const d = await repo.update(id, {
+            const d = await updateDestination(db, lazySecretBox(config), OPERATOR, id, {
               ...(opts.url !== undefined ? { url: opts.url } : {}),
               ...(opts.allEvents ? { eventTypes: null } : {}),
               ...(opts.events !== undefined ? { eventTypes: opts.events } : {}),
             });
-            if (d && before) {
-              const types = (t: string[] | null) => t?.join(', ') ?? 'all';
-              const changes = [
-                ...(before.url !== d.url ? [`url ${before.url} → ${d.url}`] : []),
-                ...(types(before.eventTypes) !== types(d.eventTypes)
-                  ? [`events ${types(before.eventTypes)} → ${types(d.eventTypes)}`]
-                  : []),
-              ];
-              await recordDestinationChange(
-                db,
-                config,
-                id,
-                'webhook.updated',
-                changes.length ? changes.join('; ') : 'no change',
-              );
-            }
             return d && { d, partner: (await partnerNames(db)).get(d.partnerId) ?? d.partnerId };
           }),
         );
@@ -359,21 +327,12 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .action(async (id: string, opts: { note?: string; json: boolean }) => {
       const config = ctx.config();
       const disabled = await operatorErrors(() =>
-        ctx.withDatabase(config, async (db) => {
-          const done = await createWebhookHealthRepo(db).disable(id, {
+        ctx.withDatabase(config, (db) =>
+          disableDestination(db, lazySecretBox(config), OPERATOR, id, {
             by: 'the operator',
-            ...(opts.note !== undefined ? { note: opts.note } : {}),
-          });
-          const note = opts.note?.trim();
-          await recordDestinationChange(
-            db,
-            config,
-            id,
-            'webhook.disabled',
-            `${done.failedPending} pending failed${note ? `: ${note}` : ''}`,
-          );
-          return done;
-        }),
+            note: opts.note,
+          }),
+        ),
       );
       if (opts.json) {
         return ctx.printJson({
@@ -406,21 +365,9 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .action(async (id: string, opts: { grace: number; json: boolean }) => {
       const config = ctx.config();
       const rotated = await operatorErrors(() =>
-        ctx.withDatabase(config, async (db) => {
-          const done = await createWebhookDestinationsRepo(db, lazySecretBox(config)).rotate(id, {
-            graceMs: opts.grace,
-          });
-          if (done) {
-            await recordDestinationChange(
-              db,
-              config,
-              id,
-              'webhook.rotated',
-              `grace ${graceLabel(opts.grace)}`,
-            );
-          }
-          return done;
-        }),
+        ctx.withDatabase(config, (db) =>
+          rotateDestinationSecret(db, lazySecretBox(config), OPERATOR, id, opts.grace),
+        ),
       );
       if (!rotated)
         throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
@@ -449,13 +396,9 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .description('remove a destination (whk_…): no new deliveries; its pending ones are failed')
     .action(async (id: string) => {
       const config = ctx.config();
-      const removed = await ctx.withDatabase(config, async (db) => {
-        const repo = createWebhookDestinationsRepo(db, lazySecretBox(config));
-        const d = await repo.find(id);
-        const done = await repo.remove(id);
-        if (done && d) await recordDestinationChange(db, config, id, 'webhook.removed', d.url);
-        return done;
-      });
+      const removed = await ctx.withDatabase(config, (db) =>
+        removeDestination(db, lazySecretBox(config), OPERATOR, id),
+      );
       if (!removed)
         throw new CommandError(`no active webhook destination with id ${id}`, 'not_found');
       ctx.print(`Removed ${id}.`);
@@ -470,17 +413,7 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .action(async (id: string, opts: { json: boolean }) => {
       const config = ctx.config();
       const sent = await operatorErrors(() =>
-        ctx.withDatabase(config, async (db) => {
-          const done = await createWebhookDeliveriesRepo(db).enqueuePing(id);
-          await recordDestinationChange(
-            db,
-            config,
-            id,
-            'webhook.pinged',
-            `delivery ${done.delivery.id}`,
-          );
-          return done;
-        }),
+        ctx.withDatabase(config, (db) => pingDestination(db, lazySecretBox(config), OPERATOR, id)),
       );
       if (opts.json) return ctx.printJson(deliveryJson(sent.delivery));
       ctx.print(`Queued test event ${sent.eventId} to ${id} as ${sent.delivery.id}.`);

@@ -4,9 +4,10 @@
  */
 import type { Command } from 'commander';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import { setInboundSecret } from '../operations/inbound-secrets.ts';
 import { secretFingerprint } from '../webhooks/secret-box.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
-import { recordOperatorChange } from './audit.ts';
 import { type CommandContext, table } from './shared.ts';
 import {
   iso,
@@ -32,15 +33,9 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
       const set = await operatorErrors(() =>
         ctx.withDatabase(config, async (db) => {
           const partnerId = (await partnerNamed(db, opts.partner)).id;
-          const result = await createInboundSecretsRepo(db, lazySecretBox(config)).set(
+          const result = await setInboundSecret(db, lazySecretBox(config), OPERATOR, {
             partnerId,
-            opts.env,
-          );
-          await recordOperatorChange(db, {
-            partnerId,
-            action: 'inbound.secret_set',
             environment: opts.env,
-            target: result.rotated ? 'rotated' : 'created',
           });
           return { ...result, fingerprint: secretFingerprint(result.secret) };
         }),

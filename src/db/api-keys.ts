@@ -15,7 +15,7 @@ import {
   KEY_PREFIX,
   sameHash,
 } from './api-key-material.ts';
-import type { Database, Queryable } from './client.ts';
+import { inTransaction, type Queryable } from './client.ts';
 import type { Environment } from './products.ts';
 
 export interface ApiKeyRecord {
@@ -195,12 +195,12 @@ export function createApiKeysRepo(db: Queryable) {
  * both happen or neither. Undefined when no such active key exists.
  */
 export async function rollApiKey(
-  db: Database,
+  db: Queryable,
   id: string,
   overlap: RollOverlap,
   createdBy?: string,
 ): Promise<{ key: string; record: ApiKeyRecord; old: ApiKeyRecord } | undefined> {
-  return db.transaction(async (tx) => {
+  return inTransaction(db, async (tx) => {
     const { rows } = await tx.query<Row>(
       `UPDATE api_keys k SET revoked_at = now() + $2 * interval '1 millisecond'
        FROM partners p

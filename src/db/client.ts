@@ -55,6 +55,11 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/** fn in one transaction when db can open one; as is when db already is one (a transaction). */
+export function inTransaction<T>(db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return 'transaction' in db ? (db as Database).transaction(fn) : fn(db);
+}
+
 /** One round trip: whether the database answers (the readiness probe). */
 export async function pingDatabase(db: Queryable): Promise<void> {
   await db.query('SELECT 1');

@@ -16,6 +16,7 @@ import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts
 import { BaseError } from '../errors.ts';
 import type { ReadCache } from '../http/read-cache.ts';
 import type { Logger } from '../logger.ts';
+import type { Actor } from '../operations/actor.ts';
 import { type ChangeCache, uncached } from './change-cache.ts';
 import type { Mailer } from './mailer.ts';
 
@@ -68,6 +69,8 @@ export function createPortalContext(deps: {
   const changing = deps.changingMember ?? ((_id, change) => change());
   return {
     ...deps,
+    /** Runs a change to a member with their cached sign-ins evicted around it. */
+    changingMember: changing,
     members: {
       ...members,
       remove: (partnerId: string, id: string) => changing(id, () => members.remove(partnerId, id)),
@@ -105,10 +108,21 @@ export function createPortalContext(deps: {
 
 export type PortalContext = ReturnType<typeof createPortalContext>;
 
+/** Who makes a change from this request: its signed-in member, from the client's address. */
+export function actorOf(request: FastifyRequest): Actor {
+  const { member } = sessionOf(request);
+  return { kind: 'member', id: member.id, email: member.email, ip: request.ip };
+}
+
 /** The signed-in member of a route behind the session hook. */
 export function sessionOf(request: FastifyRequest): PortalSession {
   if (!request.portal) throw new Error('sessionOf() called on a route without the session hook');
   return request.portal;
+}
+
+/** The opening of every page under /:env/: the signed-in member and the environment shown. */
+export function signedIn(request: FastifyRequest): { member: Member; env: Environment } {
+  return { member: sessionOf(request).member, env: envParam(request) };
 }
 
 export function envParam(request: FastifyRequest): Environment {

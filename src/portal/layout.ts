@@ -3,8 +3,10 @@
  * switch (always visible on signed-in pages), a main region, and a sign-out form. Pages pass their
  * content; error summaries and notices are rendered here so every page shows them the same way.
  */
+
 import type { Member } from '../db/portal-members.ts';
 import type { Environment } from '../db/products.ts';
+import { formatUtc } from '../time-format.ts';
 import { type Html, html } from './html.ts';
 import { can } from './roles.ts';
 import { assetUrl } from './static-assets.ts';
@@ -147,8 +149,7 @@ export function barePage(opts: {
 
 /** Dates as partners read them: UTC, to the minute, unambiguous. */
 export function when(date: Date | null | undefined, none = '—'): string {
-  if (!date) return none;
-  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return date ? formatUtc(date) : none;
 }
 
 /** A date in a table cell: kept on one line, machine-readable in `datetime`. */

@@ -18,42 +18,25 @@ import cookie from '@fastify/cookie';
 import csrf from '@fastify/csrf-protection';
 import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Database } from '../db/client.ts';
 import { createPortalMembersRepo } from '../db/portal-members.ts';
 import { createDbSessionStore, type SessionStore } from '../db/portal-sessions.ts';
 import type { ProductsRepo } from '../db/products.ts';
 import type { SnapshotReads } from '../db/snapshot-reads.ts';
 import { acceptsGzip, MIN_GZIP_BYTES } from '../http/content-encoding.ts';
-import { answerOutage } from '../http/error-mapping.ts';
 import type { ReadCache } from '../http/read-cache.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
 import { createSecretBox, type SecretBox } from '../webhooks/secret-box.ts';
+import { enforce, undeclared } from './access.ts';
 import { createChangeCache } from './change-cache.ts';
-import {
-  createPortalContext,
-  type PortalContext,
-  PortalError,
-  SESSION_COOKIE,
-  seeOther,
-  sendPage,
-} from './context.ts';
-import { html } from './html.ts';
-import { barePage } from './layout.ts';
+import { createPortalContext, PortalError, SESSION_COOKIE, seeOther } from './context.ts';
+import { portalErrorHandler, portalNotFound } from './error-pages.ts';
 import type { Mailer } from './mailer.ts';
 import { createRedisSessionStore } from './redis-sessions.ts';
-import { accountRoutes } from './routes/account.ts';
-import { auditRoutes } from './routes/audit.ts';
-import { embedSettingsRoutes } from './routes/embed-settings.ts';
-import { inboundRoutes } from './routes/inbound.ts';
-import { keysRoutes } from './routes/keys.ts';
-import { passkeyRoutes } from './routes/passkeys.ts';
-import { productsRoutes } from './routes/products.ts';
-import { signInRoutes } from './routes/sign-in.ts';
-import { teamRoutes } from './routes/team.ts';
-import { webhookEditRoutes } from './routes/webhook-edit.ts';
-import { webhooksRoutes } from './routes/webhooks.ts';
+import { pageRoutes } from './routes/index.ts';
+import { sameOrigin } from './same-origin.ts';
 import { createSignedInCache } from './signed-in-cache.ts';
 import { staticAssets } from './static-assets.ts';
 
@@ -132,8 +115,11 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   const base = ctx.base;
 
   // The portal's routes are pages, not API operations: keep them out of the OpenAPI document.
+  // Every route says who may open it (access.ts): one that does not is refused at start.
   app.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, hide: true };
+    const missing = undeclared(route);
+    if (missing) throw new Error(`portal route ${missing} declares no role (config.requires)`);
   });
 
   // The service's box (destination and inbound secrets must open in the dispatcher and the API);
@@ -217,50 +203,11 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
       );
     }
     request.portal = { member, sessionId: id };
+    enforce(request, member);
   });
 
-  app.setErrorHandler((err: FastifyError | PortalError, request, reply) => {
-    let status: number;
-    let title: string;
-    let message: string;
-    if (err instanceof PortalError) {
-      ({ status, title, message } = err);
-    } else if (err.code === 'FST_CSRF_INVALID_TOKEN' || err.code === 'FST_CSRF_MISSING_SECRET') {
-      status = 403;
-      title = 'This form has expired';
-      message = 'The form was older than your session. Go back, reload the page and try again.';
-    } else if (err.statusCode === 413) {
-      status = 413;
-      title = 'Too much data';
-      message = 'The form sent more than the portal accepts. Shorten the values and try again.';
-    } else if (answerOutage(err, request, reply)) {
-      // The database or Redis (sessions) is unreachable: logged once per outage, not per page.
-      status = 503;
-      title = 'The portal is briefly unavailable';
-      message = 'Nothing was changed. Try again in a few seconds.';
-    } else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      status = 400;
-      title = 'That did not work';
-      message = 'The request was not understood. Go back, reload the page and try again.';
-    } else {
-      request.log.error({ err }, 'portal error');
-      status = 500;
-      title = 'Something went wrong on our side';
-      message = 'Nothing was changed. Try again in a minute; if it keeps failing, contact support.';
-    }
-    if (request.routeOptions.config?.portalJson) {
-      return reply.code(status).send({ success: false, code: codeFor(status), message });
-    }
-    return sendPage(reply, errorPage(ctx, request, title, message), status);
-  });
-
-  app.setNotFoundHandler((request, reply) =>
-    sendPage(
-      reply,
-      errorPage(ctx, request, 'Page not found', 'There is no page at this address.'),
-      404,
-    ),
-  );
+  app.setErrorHandler(portalErrorHandler(ctx));
+  app.setNotFoundHandler(portalNotFound(ctx));
 
   // Static files are compressed once, at start, and named by their content's hash: a request for
   // the current version may be cached for a year (static-assets.ts).
@@ -286,66 +233,15 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
     );
   }
 
-  app.get('/', async (_request, reply) => seeOther(reply, `${base()}/live/keys`));
+  app.get('/', { config: { requires: 'member' } }, async (_request, reply) =>
+    seeOther(reply, `${base()}/live/keys`),
+  );
 
-  const limit = opts.signInLimit ?? { max: 10, windowMs: 15 * 60_000 };
-  await app.register(signInRoutes(ctx, limit));
-  await app.register(productsRoutes(ctx));
-  await app.register(keysRoutes(ctx));
-  await app.register(teamRoutes(ctx));
-  await app.register(auditRoutes(ctx));
-  await app.register(accountRoutes(ctx));
-  await app.register(webhooksRoutes(ctx, box));
-  await app.register(webhookEditRoutes(ctx, box));
-  await app.register(inboundRoutes(ctx, box));
   await app.register(
-    embedSettingsRoutes(
-      ctx,
-      () => opts.embedUrl?.() ?? `${new URL(opts.publicUrl()).origin}/embed`,
-    ),
+    pageRoutes(ctx, {
+      box,
+      signInLimit: opts.signInLimit ?? { max: 10, windowMs: 15 * 60_000 },
+      embedUrl: () => opts.embedUrl?.() ?? `${new URL(opts.publicUrl()).origin}/embed`,
+    }),
   );
-  await app.register(passkeyRoutes(ctx, box, limit));
 };
-
-/**
- * Whether a state change comes from the portal's own origin. `Sec-Fetch-Site` (sent by every
- * current browser) must be `same-origin`; `Origin`, when present and not `null`, must be this
- * request's own origin or the portal's public one. A client that sends neither (not a browser) is
- * judged by the CSRF token alone.
- */
-function sameOrigin(request: FastifyRequest, publicUrl: () => string): boolean {
-  const site = request.headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin') return false;
-  const origin = request.headers.origin;
-  // `null` says nothing: the portal's own pages send it (their Referrer-Policy is no-referrer,
-  // which makes a browser serialise a form POST's origin as null); Sec-Fetch-Site above decides.
-  if (origin === undefined || origin === 'null') return true;
-  const own = `${request.protocol}://${request.headers.host ?? ''}`;
-  let configured: string | undefined;
-  try {
-    configured = new URL(publicUrl()).origin;
-  } catch {
-    configured = undefined;
-  }
-  return origin === own || origin === configured;
-}
-
-function codeFor(status: number): string {
-  return (
-    {
-      400: 'invalid_request',
-      401: 'unauthorized',
-      403: 'forbidden',
-      429: 'rate_limited',
-      503: 'service_unavailable',
-    }[status] ?? 'internal_error'
-  );
-}
-
-function errorPage(ctx: PortalContext, _request: FastifyRequest, title: string, message: string) {
-  return barePage({
-    base: ctx.base(),
-    title,
-    body: html`<p>${message}</p><p><a href="${ctx.base()}/">Go to the portal</a></p>`,
-  });
-}

@@ -3,7 +3,6 @@
  * Developers manage test keys only; live keys move real money, so they are for owners and admins.
  */
 import type { MemberRole } from '../db/portal-members.ts';
-import type { Environment } from '../db/products.ts';
 
 export type Permission =
   | 'keys.view'
@@ -58,21 +57,7 @@ export function can(role: MemberRole, permission: Permission): boolean {
   return PERMISSIONS[role].includes(permission);
 }
 
-export function canManageKeys(role: MemberRole, environment: Environment): boolean {
-  return can(role, environment === 'live' ? 'keys.manage.live' : 'keys.manage.test');
-}
-
 /** Whether `actor` may invite a member with `role`, or remove one who has it. */
 export function canManageRole(actor: MemberRole, role: MemberRole): boolean {
   return role === 'owner' ? can(actor, 'team.manage.owners') : can(actor, 'team.manage');
-}
-
-/** Webhooks follow the keys' rule: developers manage test destinations and secrets only. */
-export function canManageWebhooks(role: MemberRole, environment: Environment): boolean {
-  return can(role, environment === 'live' ? 'webhooks.manage.live' : 'webhooks.manage.test');
-}
-
-/** The embed's allowed origins follow the keys' rule too: developers change the test list only. */
-export function canManageEmbed(role: MemberRole, environment: Environment): boolean {
-  return can(role, environment === 'live' ? 'embed.manage.live' : 'embed.manage.test');
 }

@@ -5,9 +5,10 @@
  * scanner that fetches links cannot spend it.
  */
 import type { Database } from '../db/client.ts';
-import { createPortalAuditRepo } from '../db/portal-audit.ts';
-import { createPortalMembersRepo, type Member, type MemberRole } from '../db/portal-members.ts';
+import type { Member, MemberRole } from '../db/portal-members.ts';
 import { createSignInTokensRepo, SIGN_IN_LINK_TTL_MS } from '../db/portal-sign-in-tokens.ts';
+import { OPERATOR } from '../operations/actor.ts';
+import { inviteMember as inviteAs } from '../operations/team.ts';
 import type { Mailer } from './mailer.ts';
 
 export function signInUrl(publicUrl: string, token: string): string {
@@ -20,30 +21,15 @@ export async function issueSignInUrl(db: Database, publicUrl: string, memberId: 
 }
 
 /**
- * Adds a member to a partner's team and audits it. `by` is the inviting member, or undefined for
- * the operator. Throws MemberExistsError when the email is already an active member's.
+ * Adds a member to a partner's team as the operator (the CLI's `portal invite`, the demo's first
+ * owner): operations/team.ts, audited by "operator". Throws MemberExistsError when the email is
+ * already an active member's.
  */
-export async function inviteMember(
+export function inviteMember(
   db: Database,
-  input: { partnerId: string; email: string; role: MemberRole; by?: Member; ip?: string },
+  input: { partnerId: string; email: string; role: MemberRole },
 ): Promise<Member> {
-  return db.transaction(async (tx) => {
-    const member = await createPortalMembersRepo(tx).invite({
-      partnerId: input.partnerId,
-      email: input.email,
-      role: input.role,
-      invitedBy: input.by?.id ?? null,
-    });
-    await createPortalAuditRepo(tx).record({
-      partnerId: input.partnerId,
-      memberId: input.by?.id ?? null,
-      actor: input.by?.email ?? 'operator',
-      action: 'member.invited',
-      target: `${member.email} (${member.role})`,
-      ip: input.ip ?? null,
-    });
-    return member;
-  });
+  return inviteAs(db, OPERATOR, input);
 }
 
 /** Mails a member a fresh sign-in link (an invitation names who invited them). */

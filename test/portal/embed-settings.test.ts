@@ -201,7 +201,7 @@ describe.each(storageEngines())('the Embed page on %s', (engine) => {
     for (const [url, fields] of [...changes('live'), ...changes('test')]) {
       const res = await viewer.post(url, fields);
       expect(res.status, `viewer ${url}`).toBe(403);
-      expect(text(res.body)).toContain('As viewer you can see the');
+      expect(text(res.body)).toContain('As viewer you cannot change the');
     }
 
     // A developer changes the test list only.

@@ -126,12 +126,12 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
       {
         action: 'webhook.updated',
         environment: 'live',
-        target: `${id} url https://hooks.example.com/x → https://hooks.example.com/new; events all → deposit.confirmed,tvl_alert`,
+        target: `${id} url https://hooks.example.com/x → https://hooks.example.com/new; events all → deposit.confirmed, tvl_alert`,
       },
       {
         action: 'webhook.updated',
         environment: 'live',
-        target: `${id} events deposit.confirmed,tvl_alert → all`,
+        target: `${id} events deposit.confirmed, tvl_alert → all`,
       },
     ]);
   });
@@ -205,8 +205,8 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
 
     expect((await auditOf(actor)).map((r) => [r.action, r.target])).toEqual([
       ['webhook.added', `${id} https://hooks.example.com/x`],
-      ['webhook.disabled', `${id}, 1 pending failed: moving hosts`],
-      ['webhook.enabled', `${id}, 1 replayed`],
+      ['webhook.disabled', `${id} 1 pending failed: moving hosts`],
+      ['webhook.enabled', `${id} 1 replayed`],
     ]);
   });
 
@@ -254,7 +254,7 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
     for (const [method, url] of [...routes('live', live), ...routes('test', test)]) {
       const res = method === 'GET' ? await viewer.get(url) : await viewer.post(url, fields);
       expect(res.status, `viewer ${method} ${url}`).toBe(403);
-      expect(text(res.body)).toContain('As viewer you can see');
+      expect(text(res.body)).toContain('As viewer you cannot change');
     }
     for (const [method, url] of routes('live', live)) {
       const res = method === 'GET' ? await developer.get(url) : await developer.post(url, fields);

@@ -87,9 +87,7 @@ describe('webhook pages', () => {
       await developer.get('/portal/live/webhooks');
       const res = await developer.post(url, fields);
       expect(res.status, `developer ${url}`).toBe(403);
-      expect(text(res.body)).toContain(
-        'As developer you can see live webhooks but not change them.',
-      );
+      expect(text(res.body)).toContain('As developer you cannot change live webhooks.');
     }
     // A developer manages test webhooks.
     await developer.get(`/portal/test/webhooks/${test.id}`);

@@ -1,12 +1,12 @@
 /** The member's own account: who they are, their passkeys, and signing out everywhere. */
 import type { FastifyPluginAsync } from 'fastify';
 import {
-  envParam,
   type PortalContext,
   SESSION_COOKIE,
   seeOther,
   sendPage,
   sessionOf,
+  signedIn,
 } from '../context.ts';
 import { html } from '../html.ts';
 import { page, time } from '../layout.ts';
@@ -16,24 +16,27 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
   return async (app) => {
     const base = ctx.base;
 
-    app.get<{ Params: { env: string } }>('/:env/account', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
-      const passkeys = await ctx.passkeys.listFor(member.id);
-      const csrf = reply.generateCsrf();
-      const q = request.query as { passkey?: string };
-      return sendPage(
-        reply,
-        page({
-          title: 'Your account',
-          base: base(),
-          csrf,
-          member,
-          env,
-          section: 'account',
-          passkeys: true,
-          notice: q.passkey === 'added' ? 'Passkey added. Next time, sign in with it.' : undefined,
-          body: html`<p class="lead">Signed in as <strong>${member.email}</strong>, ${member.role} of ${member.partnerName}.</p>
+    app.get<{ Params: { env: string } }>(
+      '/:env/account',
+      { config: { requires: 'member' } },
+      async (request, reply) => {
+        const { member, env } = signedIn(request);
+        const passkeys = await ctx.passkeys.listFor(member.id);
+        const csrf = reply.generateCsrf();
+        const q = request.query as { passkey?: string };
+        return sendPage(
+          reply,
+          page({
+            title: 'Your account',
+            base: base(),
+            csrf,
+            member,
+            env,
+            section: 'account',
+            passkeys: true,
+            notice:
+              q.passkey === 'added' ? 'Passkey added. Next time, sign in with it.' : undefined,
+            body: html`<p class="lead">Signed in as <strong>${member.email}</strong>, ${member.role} of ${member.partnerName}.</p>
 <section class="panel" aria-labelledby="passkeys-heading">
   <h2 id="passkeys-heading">Passkeys</h2>
   <p>A passkey signs you in with your device's screen lock or a security key, without waiting for an email.</p>
@@ -63,11 +66,12 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
     <button type="submit" class="secondary">Sign out everywhere</button>
   </form>
 </section>`,
-        }),
-      );
-    });
+          }),
+        );
+      },
+    );
 
-    app.post('/sign-out-everywhere', async (request, reply) => {
+    app.post('/sign-out-everywhere', { config: { requires: 'member' } }, async (request, reply) => {
       const { member } = sessionOf(request);
       await ctx.sessions.destroyAllFor(member.id);
       await ctx.record(request, member, { action: 'member.signed_out_everywhere' });

@@ -1,9 +1,8 @@
 /** The audit log, newest first: owners and admins see every change made in their team's portal. */
 import type { FastifyPluginAsync } from 'fastify';
-import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
+import { type PortalContext, sendPage, signedIn } from '../context.ts';
 import { html } from '../html.ts';
 import { page, time } from '../layout.ts';
-import { can } from '../roles.ts';
 
 const ACTION_LABEL: Record<string, string> = {
   'member.signed_in': 'Signed in',
@@ -30,29 +29,24 @@ const ACTION_LABEL: Record<string, string> = {
 
 export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
   return async (app) => {
-    app.get<{ Params: { env: string } }>('/:env/audit', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
-      if (!can(member.role, 'audit.view')) {
-        throw new PortalError(
-          403,
-          'Not allowed',
-          `As ${member.role} you cannot see the audit log. Owners and admins can.`,
+    app.get<{ Params: { env: string } }>(
+      '/:env/audit',
+      { config: { requires: 'audit.view' } },
+      async (request, reply) => {
+        const { member, env } = signedIn(request);
+        const entries = await ctx.teamPages.get(`audit:${member.partnerId}`, () =>
+          ctx.audit.list(member.partnerId),
         );
-      }
-      const entries = await ctx.teamPages.get(`audit:${member.partnerId}`, () =>
-        ctx.audit.list(member.partnerId),
-      );
-      return sendPage(
-        reply,
-        page({
-          title: 'Audit log',
-          base: ctx.base(),
-          csrf: reply.generateCsrf(),
-          member,
-          env,
-          section: 'audit',
-          body: html`<p class="lead">Every change made in your team's portal, newest first (the latest 200). Both environments.</p>
+        return sendPage(
+          reply,
+          page({
+            title: 'Audit log',
+            base: ctx.base(),
+            csrf: reply.generateCsrf(),
+            member,
+            env,
+            section: 'audit',
+            body: html`<p class="lead">Every change made in your team's portal, newest first (the latest 200). Both environments.</p>
 ${
   entries.length === 0
     ? html`<div class="empty"><strong>Nothing yet</strong>Sign-ins and changes to keys and the team appear here.</div>`
@@ -65,8 +59,9 @@ ${
   )}</tbody>
 </table>`
 }`,
-        }),
-      );
-    });
+          }),
+        );
+      },
+    );
   };
 }

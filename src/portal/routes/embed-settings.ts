@@ -2,8 +2,8 @@
  * The Embed page of an environment: its public embed id, the parent origins allowed to frame the
  * embed (sent by the embed as CSP frame-ancestors), and a snippet with the host helper. Adding and
  * removing an origin check it and change the list with the same functions as the operator's
- * `yield-service embed origins add|remove` (normaliseOrigin, addOrigins and removeOrigins of
- * db/embed-settings.ts); this file checks roles, renders and audits.
+ * `yield-service embed origins add|remove` (normaliseOrigin; operations/embed-origins.ts, which
+ * writes the change and its audit rows); this file renders and words refusals.
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import {
@@ -15,24 +15,17 @@ import {
 } from '../../db/embed-settings.ts';
 import type { Member } from '../../db/portal-members.ts';
 import type { Environment } from '../../db/products.ts';
-import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
+import { changeEmbedOrigins } from '../../operations/embed-origins.ts';
+import { permits } from '../access.ts';
+import { actorOf, type PortalContext, PortalError, sendPage, signedIn } from '../context.ts';
 import { type Html, html } from '../html.ts';
 import { page } from '../layout.ts';
-import { canManageEmbed } from '../roles.ts';
 
 /** Longest origin the form takes: a host name is at most 253 characters, plus scheme and port. */
 const MAX_ORIGIN_LENGTH = 300;
 
 /** Placeholder of the snippet when the environment has no deployed product yet. */
 const SLUG_PLACEHOLDER = 'your-product-slug';
-
-function refuse(member: Member, env: Environment): PortalError {
-  return new PortalError(
-    403,
-    'Not allowed',
-    `As ${member.role} you can see the ${env} embed settings but not change them. Ask an owner or admin of your team.`,
-  );
-}
 
 /** The host helper snippet, exactly as a partner pastes it (see docs/embed.md). */
 export function hostSnippet(embedUrl: string, embedId: string, slug: string): string {
@@ -69,7 +62,7 @@ export function embedSettingsRoutes(
       extra: { errors?: string[]; origin?: string; notice?: Html | string } = {},
     ) {
       const s = await settingsOf(member, env);
-      const manage = canManageEmbed(member.role, env);
+      const manage = permits(member.role, 'embed.manage', env);
       const deployed = (await ctx.products.listForPartner(member.partnerId, env)).filter(
         (p) => p.status !== 'pending_deploy',
       );
@@ -147,11 +140,14 @@ ${
       return typeof raw === 'string' ? raw.trim().slice(0, MAX_ORIGIN_LENGTH) : '';
     };
 
-    app.get<{ Params: { env: string } }>('/:env/embed', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
-      return sendPage(reply, await settingsPage(member, env, reply.generateCsrf()));
-    });
+    app.get<{ Params: { env: string } }>(
+      '/:env/embed',
+      { config: { requires: 'member' } },
+      async (request, reply) => {
+        const { member, env } = signedIn(request);
+        return sendPage(reply, await settingsPage(member, env, reply.generateCsrf()));
+      },
+    );
 
     async function again(
       reply: FastifyReply,
@@ -169,10 +165,9 @@ ${
 
     app.post<{ Params: { env: string }; Body: { origin?: unknown } }>(
       '/:env/embed/origins',
+      { config: { requires: 'embed.manage' } },
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        if (!canManageEmbed(member.role, env)) throw refuse(member, env);
+        const { member, env } = signedIn(request);
         const raw = originField(request.body);
         if (!raw) {
           return again(
@@ -203,7 +198,12 @@ ${
           );
         }
         try {
-          await settings.addOrigins(member.partnerId, env, [checked.origin]);
+          await changeEmbedOrigins(ctx.db, actorOf(request), {
+            partnerId: member.partnerId,
+            environment: env,
+            change: 'add',
+            origins: [checked.origin],
+          });
         } catch (err) {
           if (!(err instanceof TooManyOriginsError)) throw err;
           return again(
@@ -214,11 +214,6 @@ ${
             `An environment allows at most ${MAX_ALLOWED_ORIGINS} origins. Remove one you no longer use first.`,
           );
         }
-        await ctx.record(request, member, {
-          action: 'embed.origin_added',
-          environment: env,
-          target: checked.origin,
-        });
         return sendPage(
           reply,
           await settingsPage(member, env, reply.generateCsrf(), {
@@ -230,10 +225,9 @@ ${
 
     app.post<{ Params: { env: string }; Body: { origin?: unknown } }>(
       '/:env/embed/origins/remove',
+      { config: { requires: 'embed.manage' } },
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        if (!canManageEmbed(member.role, env)) throw refuse(member, env);
+        const { member, env } = signedIn(request);
         const origin = originField(request.body);
         const before = await settingsOf(member, env);
         if (!before.allowedOrigins.includes(origin)) {
@@ -243,11 +237,11 @@ ${
             `That origin is not in the ${env} list (it may have been removed meanwhile).`,
           );
         }
-        await settings.removeOrigins(member.partnerId, env, [origin]);
-        await ctx.record(request, member, {
-          action: 'embed.origin_removed',
+        await changeEmbedOrigins(ctx.db, actorOf(request), {
+          partnerId: member.partnerId,
           environment: env,
-          target: origin,
+          change: 'remove',
+          origins: [origin],
         });
         return sendPage(
           reply,

@@ -94,7 +94,7 @@ export function passkeyRoutes(
   return async (app) => {
     app.post(
       '/passkeys/register/options',
-      { config: { portalJson: true } },
+      { config: { portalJson: true, requires: 'member' } },
       async (request, reply) => {
         const { member } = sessionOf(request);
         const existing = await ctx.passkeys.listFor(member.id);
@@ -115,7 +115,7 @@ export function passkeyRoutes(
 
     app.post<{ Body: { response?: RegistrationResponseJSON; name?: unknown } }>(
       '/passkeys/register',
-      { config: { portalJson: true } },
+      { config: { portalJson: true, requires: 'member' } },
       async (request, reply) => {
         const { member } = sessionOf(request);
         const sealed = unseal(request, reply, 'register');

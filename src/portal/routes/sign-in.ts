@@ -149,7 +149,7 @@ export function signInRoutes(
       },
     );
 
-    app.post('/sign-out', async (request, reply) => {
+    app.post('/sign-out', { config: { requires: 'member' } }, async (request, reply) => {
       const id = request.cookies[SESSION_COOKIE];
       if (id) await ctx.sessions.destroy(id);
       reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(ctx));

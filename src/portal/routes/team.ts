@@ -13,18 +13,21 @@ import {
   normaliseEmail,
 } from '../../db/portal-members.ts';
 import type { Environment } from '../../db/products.ts';
+import { inviteMember, LastOwnerError, removeMember } from '../../operations/team.ts';
+import { permits } from '../access.ts';
+import { confirmView } from '../confirm.ts';
 import {
-  envParam,
+  actorOf,
   type PortalContext,
   PortalError,
   seeOther,
   sendPage,
-  sessionOf,
+  signedIn,
 } from '../context.ts';
 import { html } from '../html.ts';
 import { page, time } from '../layout.ts';
-import { can, canManageRole } from '../roles.ts';
-import { inviteMember, mailSignInLink } from '../sign-in-links.ts';
+import { canManageRole } from '../roles.ts';
+import { mailSignInLink } from '../sign-in-links.ts';
 
 const ROLE_HINT: Record<MemberRole, string> = {
   owner: 'everything, including owners',
@@ -46,7 +49,7 @@ export function teamRoutes(ctx: PortalContext): FastifyPluginAsync {
       const members = await ctx.teamPages.get(`team:${member.partnerId}`, () =>
         ctx.members.listActive(member.partnerId),
       );
-      const manage = can(member.role, 'team.manage');
+      const manage = permits(member.role, 'team.manage');
       const roles = MEMBER_ROLES.filter((r) => canManageRole(member.role, r));
       const invalid = extra.errors?.length ? html` aria-invalid="true"` : '';
       return page({
@@ -124,25 +127,29 @@ ${
       return other;
     }
 
-    app.get<{ Params: { env: string } }>('/:env/team', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
-      const q = request.query as { removed?: string; invited?: string };
-      const notice =
-        typeof q.invited === 'string'
-          ? `Invitation sent to ${q.invited.slice(0, 254)}.`
-          : typeof q.removed === 'string'
-            ? `${q.removed.slice(0, 254)} was removed and signed out.`
-            : undefined;
-      return sendPage(reply, await teamPage(member, env, reply.generateCsrf(), { notice }));
-    });
+    const manage = { config: { requires: 'team.manage' as const } };
+
+    app.get<{ Params: { env: string } }>(
+      '/:env/team',
+      { config: { requires: 'team.view' } },
+      async (request, reply) => {
+        const { member, env } = signedIn(request);
+        const q = request.query as { removed?: string; invited?: string };
+        const notice =
+          typeof q.invited === 'string'
+            ? `Invitation sent to ${q.invited.slice(0, 254)}.`
+            : typeof q.removed === 'string'
+              ? `${q.removed.slice(0, 254)} was removed and signed out.`
+              : undefined;
+        return sendPage(reply, await teamPage(member, env, reply.generateCsrf(), { notice }));
+      },
+    );
 
     app.post<{ Params: { env: string }; Body: { email?: unknown; role?: unknown } }>(
       '/:env/team',
+      manage,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        if (!can(member.role, 'team.manage')) throw refuse(member, 'invite members');
+        const { member, env } = signedIn(request);
         const given = typeof request.body?.email === 'string' ? request.body.email : '';
         const role = request.body?.role;
         const email = normaliseEmail(given);
@@ -157,12 +164,10 @@ ${
         if (!canManageRole(member.role, role)) throw refuse(member, `invite an ${role}`);
         let invited: Member;
         try {
-          invited = await inviteMember(ctx.db, {
+          invited = await inviteMember(ctx.db, actorOf(request), {
             partnerId: member.partnerId,
             email,
             role,
-            by: member,
-            ip: request.ip,
           });
         } catch (err) {
           if (err instanceof MemberExistsError) {
@@ -177,10 +182,9 @@ ${
 
     app.get<{ Params: { env: string; id: string } }>(
       '/:env/team/:id/remove',
+      manage,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        if (!can(member.role, 'team.manage')) throw refuse(member, 'remove members');
+        const { member, env } = signedIn(request);
         const other = await ownMember(member, request.params.id);
         const csrf = reply.generateCsrf();
         return sendPage(
@@ -192,12 +196,14 @@ ${
             member,
             env,
             section: 'team',
-            body: html`<div class="panel"><p>Remove <strong>${other.email}</strong> (${other.role}) from the team? They are signed out everywhere at once and can no longer sign in. Keys they created keep working.</p>
-<form method="post" action="${base()}/${env}/team/${other.id}/remove" class="buttons">
-  <input type="hidden" name="_csrf" value="${csrf}">
-  <button type="submit" class="danger">Remove member</button>
-  <a href="${base()}/${env}/team">Cancel</a>
-</form></div>`,
+            body: confirmView({
+              action: `${base()}/${env}/team/${other.id}/remove`,
+              csrf,
+              question: html`<p>Remove <strong>${other.email}</strong> (${other.role}) from the team? They are signed out everywhere at once and can no longer sign in. Keys they created keep working.</p>`,
+              button: 'Remove member',
+              danger: true,
+              cancel: `${base()}/${env}/team`,
+            }),
           }),
         );
       },
@@ -205,10 +211,9 @@ ${
 
     app.post<{ Params: { env: string; id: string } }>(
       '/:env/team/:id/remove',
+      manage,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        if (!can(member.role, 'team.manage')) throw refuse(member, 'remove members');
+        const { member, env } = signedIn(request);
         const other = await ownMember(member, request.params.id);
         if (other.id === member.id) {
           throw new PortalError(
@@ -219,15 +224,18 @@ ${
         }
         if (!canManageRole(member.role, other.role))
           throw refuse(member, `remove an ${other.role}`);
-        if (other.role === 'owner' && (await ctx.members.countOwners(member.partnerId)) <= 1) {
-          throw new PortalError(409, 'Not possible', 'A team keeps at least one owner.');
+        try {
+          // Around the change, the signed-in cache forgets the member (signed-in-cache.ts).
+          await ctx.changingMember(other.id, () =>
+            removeMember(ctx.db, actorOf(request), { partnerId: member.partnerId, id: other.id }),
+          );
+        } catch (err) {
+          if (err instanceof LastOwnerError) {
+            throw new PortalError(409, 'Not possible', 'A team keeps at least one owner.');
+          }
+          throw err;
         }
-        await ctx.members.remove(member.partnerId, other.id);
         await ctx.sessions.destroyAllFor(other.id);
-        await ctx.record(request, member, {
-          action: 'member.removed',
-          target: `${other.email} (${other.role})`,
-        });
         return seeOther(reply, `${base()}/${env}/team?removed=${encodeURIComponent(other.email)}`);
       },
     );

@@ -1,58 +1,42 @@
 /**
  * Editing a webhook destination (its URL, HTTPS only and checked as on creation, and its event
- * types from the catalogue) and disabling it by hand. Both are repository functions the operator's
- * CLI calls too (`webhook update`, `webhook disable`: webhook-destinations.ts update(),
- * webhook-health.ts disable()); this file checks roles, renders and audits. Re-enabling is the
- * destination page's button (routes/webhooks.ts), the same for both kinds of disabling.
+ * types from the catalogue) and disabling it by hand: operations/webhook-destinations.ts, the same
+ * the operator's `webhook update` and `webhook disable` call. Re-enabling is the destination
+ * page's button (changes.ts), the same for both kinds of disabling.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import type { Member } from '../../db/portal-members.ts';
-import type { Environment } from '../../db/products.ts';
+import type { Member } from '../../../db/portal-members.ts';
+import type { Environment } from '../../../db/products.ts';
 import {
   createWebhookDestinationsRepo,
   DestinationEventTypesError,
   type WebhookDestination,
-} from '../../db/webhook-destinations.ts';
+} from '../../../db/webhook-destinations.ts';
+import { MAX_DISABLE_NOTE_LENGTH, WebhookHealthError } from '../../../db/webhook-health.ts';
+import { disableDestination, updateDestination } from '../../../operations/webhook-destinations.ts';
+import { DestinationUrlError } from '../../../webhooks/destination-url.ts';
+import type { SecretBox } from '../../../webhooks/secret-box.ts';
+import { confirmView } from '../../confirm.ts';
 import {
-  createWebhookHealthRepo,
-  MAX_DISABLE_NOTE_LENGTH,
-  WebhookHealthError,
-} from '../../db/webhook-health.ts';
-import { DestinationUrlError } from '../../webhooks/destination-url.ts';
-import type { SecretBox } from '../../webhooks/secret-box.ts';
-import {
-  envParam,
+  actorOf,
   type PortalContext,
   PortalError,
   seeOther,
   sendPage,
-  sessionOf,
-} from '../context.ts';
-import { html } from '../html.ts';
-import { page } from '../layout.ts';
-import { canManageWebhooks } from '../roles.ts';
-import { eventTypePicker, ownDestination, refuse } from './webhooks.ts';
-
-/** A form field that may come once or repeated (checkboxes), as strings only. */
-const fieldList = (raw: unknown): string[] =>
-  (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).filter(
-    (t): t is string => typeof t === 'string',
-  );
-
-const sameTypes = (a: readonly string[] | null, b: readonly string[] | null) =>
-  (a ?? []).slice().sort().join(',') === (b ?? []).slice().sort().join(',');
+  signedIn,
+} from '../../context.ts';
+import { html } from '../../html.ts';
+import { page } from '../../layout.ts';
+import { eventTypePicker, fieldList, ownDestination } from './shared.ts';
 
 export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPluginAsync {
   return async (app) => {
     const base = ctx.base;
     const destinations = createWebhookDestinationsRepo(ctx.db, box);
-    const health = createWebhookHealthRepo(ctx.db);
-
-    /** The destination, if the member may change it: 403 first (a viewer learns nothing more). */
-    async function manageable(member: Member, env: Environment, id: string) {
-      if (!canManageWebhooks(member.role, env)) throw refuse(member, env);
-      return ownDestination(destinations, member, env, id);
-    }
+    const manage = { config: { requires: 'webhooks.manage' as const } };
+    /** The destination (the role was checked before: a viewer learns nothing more). */
+    const manageable = (member: Member, env: Environment, id: string) =>
+      ownDestination(destinations, member, env, id);
 
     function editPage(
       member: Member,
@@ -84,9 +68,9 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
 
     app.get<{ Params: { env: string; id: string } }>(
       '/:env/webhooks/:id/edit',
+      manage,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
+        const { member, env } = signedIn(request);
         const d = await manageable(member, env, request.params.id);
         return sendPage(
           reply,
@@ -98,9 +82,8 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
     app.post<{
       Params: { env: string; id: string };
       Body: { url?: unknown; event_types?: unknown };
-    }>('/:env/webhooks/:id/edit', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
+    }>('/:env/webhooks/:id/edit', manage, async (request, reply) => {
+      const { member, env } = signedIn(request);
       const d = await manageable(member, env, request.params.id);
       const url = typeof request.body?.url === 'string' ? request.body.url.trim() : '';
       const types = fieldList(request.body?.event_types);
@@ -112,7 +95,10 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
         );
       let updated: WebhookDestination | undefined;
       try {
-        updated = await destinations.update(d.id, { url, eventTypes: types });
+        updated = await updateDestination(ctx.db, box, actorOf(request), d.id, {
+          url,
+          eventTypes: types,
+        });
       } catch (err) {
         if (err instanceof DestinationUrlError) {
           return again([`That URL does not work: ${err.message}.`]);
@@ -124,25 +110,14 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
       }
       if (!updated)
         throw new PortalError(404, 'Destination not found', 'It was removed meanwhile.');
-      const changes = [
-        updated.url !== d.url ? `url ${d.url} → ${updated.url}` : '',
-        sameTypes(updated.eventTypes, d.eventTypes)
-          ? ''
-          : `events ${d.eventTypes?.join(',') ?? 'all'} → ${updated.eventTypes?.join(',') ?? 'all'}`,
-      ].filter(Boolean);
-      await ctx.record(request, member, {
-        action: 'webhook.updated',
-        environment: env,
-        target: `${d.id} ${changes.length ? changes.join('; ') : 'no change'}`,
-      });
       return seeOther(reply, `${base()}/${env}/webhooks/${d.id}?notice=updated`);
     });
 
     app.get<{ Params: { env: string; id: string } }>(
       '/:env/webhooks/:id/disable',
+      manage,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
+        const { member, env } = signedIn(request);
         const d = await manageable(member, env, request.params.id);
         const here = `${base()}/${env}/webhooks/${d.id}`;
         if (d.disabledAt) return seeOther(reply, here);
@@ -156,14 +131,16 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
             member,
             env,
             section: 'webhooks',
-            body: html`<p>While <code>${d.url}</code> is disabled nothing is sent to it. Deliveries waiting to be sent or retried are marked failed and kept, and so are the events that happen meanwhile. When you re-enable it, all of them are sent again. A test event can still be sent, to check the endpoint first.</p>
-<form method="post" action="${here}/disable" class="panel">
-  <input type="hidden" name="_csrf" value="${csrf}">
-  <div class="field"><label for="disable-note">Note for your team <span class="hint">(optional)</span></label>
+            body: confirmView({
+              action: `${here}/disable`,
+              csrf,
+              question: html`<p>While <code>${d.url}</code> is disabled nothing is sent to it. Deliveries waiting to be sent or retried are marked failed and kept, and so are the events that happen meanwhile. When you re-enable it, all of them are sent again. A test event can still be sent, to check the endpoint first.</p>`,
+              fields: html`<div class="field"><label for="disable-note">Note for your team <span class="hint">(optional)</span></label>
     <input type="text" id="disable-note" name="note" maxlength="${MAX_DISABLE_NOTE_LENGTH}" aria-describedby="disable-note-hint">
-    <p class="hint" id="disable-note-hint">Shown with the destination while it is disabled, for example “receiver moving to a new host”.</p></div>
-  <div class="buttons"><button type="submit">Disable destination</button><a href="${here}">Cancel</a></div>
-</form>`,
+    <p class="hint" id="disable-note-hint">Shown with the destination while it is disabled, for example “receiver moving to a new host”.</p></div>`,
+              button: 'Disable destination',
+              cancel: here,
+            }),
           }),
         );
       },
@@ -171,18 +148,13 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
 
     app.post<{ Params: { env: string; id: string }; Body: { note?: unknown } }>(
       '/:env/webhooks/:id/disable',
+      manage,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
+        const { member, env } = signedIn(request);
         const d = await manageable(member, env, request.params.id);
         const note = typeof request.body?.note === 'string' ? request.body.note : '';
         try {
-          const { failedPending } = await health.disable(d.id, { by: member.email, note });
-          await ctx.record(request, member, {
-            action: 'webhook.disabled',
-            environment: env,
-            target: `${d.id}, ${failedPending} pending failed${note.trim() ? `: ${note.trim()}` : ''}`,
-          });
+          await disableDestination(ctx.db, box, actorOf(request), d.id, { by: member.email, note });
         } catch (err) {
           if (!(err instanceof WebhookHealthError)) throw err;
           if (err.code === 'already_disabled') {

@@ -7,18 +7,19 @@
  * deliveries to the environment's destinations.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { createEventsRepo, type StoredEvent } from '../../db/events.ts';
-import { createInboundEventsRepo, type InboundEvent } from '../../db/inbound-events.ts';
-import { createInboundSecretsRepo } from '../../db/inbound-secrets.ts';
-import type { Member } from '../../db/portal-members.ts';
-import type { Environment } from '../../db/products.ts';
-import { createWebhookDeliveriesRepo } from '../../db/webhook-deliveries.ts';
-import type { SecretBox } from '../../webhooks/secret-box.ts';
-import { envParam, type PortalContext, PortalError, sendPage, sessionOf } from '../context.ts';
-import { type Html, html } from '../html.ts';
-import { page, time } from '../layout.ts';
-import { canManageWebhooks } from '../roles.ts';
-import { refuse, secretPanel } from './webhooks.ts';
+import { createEventsRepo, type StoredEvent } from '../../../db/events.ts';
+import { createInboundEventsRepo, type InboundEvent } from '../../../db/inbound-events.ts';
+import { createInboundSecretsRepo } from '../../../db/inbound-secrets.ts';
+import type { Member } from '../../../db/portal-members.ts';
+import type { Environment } from '../../../db/products.ts';
+import { createWebhookDeliveriesRepo } from '../../../db/webhook-deliveries.ts';
+import { setInboundSecret } from '../../../operations/inbound-secrets.ts';
+import type { SecretBox } from '../../../webhooks/secret-box.ts';
+import { permits } from '../../access.ts';
+import { actorOf, type PortalContext, PortalError, sendPage, signedIn } from '../../context.ts';
+import { type Html, html } from '../../html.ts';
+import { page, time } from '../../layout.ts';
+import { secretPanel } from './shared.ts';
 
 /** How many inbound events the page lists, newest first. */
 export const RECENT_INBOUND_EVENTS = 50;
@@ -63,7 +64,7 @@ export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugin
           return { info, recent };
         },
       );
-      const manage = canManageWebhooks(member.role, env);
+      const manage = permits(member.role, 'webhooks.manage', env);
       const anyRepeat = recent.some((e) => e.duplicateCount > 0 || e.conflictCount > 0);
       return page({
         title: 'Inbound webhooks',
@@ -98,23 +99,24 @@ ${
       });
     }
 
-    app.get<{ Params: { env: string } }>('/:env/webhooks/inbound', async (request, reply) => {
-      const env = envParam(request);
-      const { member } = sessionOf(request);
-      return sendPage(reply, await inboundPage(member, env, reply.generateCsrf()));
-    });
+    const anyMember = { config: { requires: 'member' as const } };
+    app.get<{ Params: { env: string } }>(
+      '/:env/webhooks/inbound',
+      anyMember,
+      async (request, reply) => {
+        const { member, env } = signedIn(request);
+        return sendPage(reply, await inboundPage(member, env, reply.generateCsrf()));
+      },
+    );
 
     app.post<{ Params: { env: string } }>(
       '/:env/webhooks/inbound/secret',
+      { config: { requires: 'webhooks.manage' } },
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
-        if (!canManageWebhooks(member.role, env)) throw refuse(member, env);
-        const { secret, rotated } = await inboundSecrets.set(member.partnerId, env);
-        await ctx.record(request, member, {
-          action: 'inbound.secret_set',
+        const { member, env } = signedIn(request);
+        const { secret } = await setInboundSecret(ctx.db, box, actorOf(request), {
+          partnerId: member.partnerId,
           environment: env,
-          target: rotated ? 'rotated' : 'created',
         });
         return sendPage(
           reply,
@@ -151,9 +153,9 @@ ${
 
     app.get<{ Params: { env: string; id: string } }>(
       '/:env/webhooks/events/:id',
+      anyMember,
       async (request, reply) => {
-        const env = envParam(request);
-        const { member } = sessionOf(request);
+        const { member, env } = signedIn(request);
         const id = request.params.id;
         const read = await ctx.webhookPages.get(`event:${id}`, async () => {
           const found = await events.findById(id);

@@ -23,8 +23,16 @@ export interface SessionStore {
   destroy(sessionId: string): Promise<void>;
   /** Ends every session of a member (sign-out everywhere, removal). Returns how many ended. */
   destroyAllFor(memberId: string): Promise<number>;
+  /**
+   * Whether the session began (its member signed in) within REAUTH_WINDOW_MS: what a change that
+   * needs a fresh sign-in asks (removing a passkey), as GitHub's "sudo mode" does.
+   */
+  signedInRecently(sessionId: string): Promise<boolean>;
   close?(): Promise<void>;
 }
+
+/** How long after signing in a member may make a change that needs a fresh sign-in. */
+export const REAUTH_WINDOW_MS = 10 * 60_000;
 
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 export const newSessionId = () => randomBytes(32).toString('base64url');
@@ -79,6 +87,16 @@ export function createDbSessionStore(db: Queryable, idleMs: number): SessionStor
     async destroyAllFor(memberId) {
       const r = await db.query('DELETE FROM portal_sessions WHERE member_id = $1', [memberId]);
       return r.rowCount;
+    },
+
+    async signedInRecently(sessionId) {
+      if (!SESSION_ID_PATTERN.test(sessionId)) return false;
+      const { rows } = await db.query<{ fresh: boolean }>(
+        `SELECT created_at > now() - $2 * interval '1 millisecond' AS fresh
+         FROM portal_sessions WHERE id_hash = $1`,
+        [hashSessionId(sessionId), REAUTH_WINDOW_MS],
+      );
+      return rows[0]?.fresh === true;
     },
   };
 }

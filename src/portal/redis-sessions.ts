@@ -8,6 +8,7 @@
 import {
   hashSessionId,
   newSessionId,
+  REAUTH_WINDOW_MS,
   SESSION_ID_PATTERN,
   type SessionStore,
 } from '../db/portal-sessions.ts';
@@ -15,6 +16,8 @@ import type { Redis } from '../redis.ts';
 
 const sessionKey = (hash: string) => `pys:portal:s:${hash}`;
 const memberKey = (memberId: string) => `pys:portal:m:${memberId}`;
+/** Exists for REAUTH_WINDOW_MS after the session began: a fresh sign-in. */
+const freshKey = (hash: string) => `pys:portal:f:${hash}`;
 
 export function createRedisSessionStore(redis: Redis, idleMs: number): SessionStore {
   return {
@@ -24,6 +27,7 @@ export function createRedisSessionStore(redis: Redis, idleMs: number): SessionSt
       await redis
         .multi()
         .set(sessionKey(hash), memberId, 'PX', idleMs)
+        .set(freshKey(hash), '1', 'PX', REAUTH_WINDOW_MS)
         .sadd(memberKey(memberId), hash)
         .exec();
       return id;
@@ -43,14 +47,27 @@ export function createRedisSessionStore(redis: Redis, idleMs: number): SessionSt
       if (!SESSION_ID_PATTERN.test(sessionId)) return;
       const hash = hashSessionId(sessionId).toString('hex');
       const memberId = await redis.get(sessionKey(hash));
-      await redis.del(sessionKey(hash));
+      await redis.del(sessionKey(hash), freshKey(hash));
       if (memberId) await redis.srem(memberKey(memberId), hash);
+    },
+
+    async signedInRecently(sessionId) {
+      if (!SESSION_ID_PATTERN.test(sessionId)) return false;
+      const hash = hashSessionId(sessionId).toString('hex');
+      // Both: a session ended meanwhile is not fresh, whatever its marker says.
+      const [[, alive], [, fresh]] = (await redis
+        .multi()
+        .exists(sessionKey(hash))
+        .exists(freshKey(hash))
+        .exec()) as [[Error | null, number], [Error | null, number]];
+      return alive === 1 && fresh === 1;
     },
 
     async destroyAllFor(memberId) {
       const hashes = await redis.smembers(memberKey(memberId));
       if (hashes.length === 0) return 0;
       const ended = await redis.del(...hashes.map(sessionKey));
+      await redis.del(...hashes.map(freshKey));
       await redis.del(memberKey(memberId));
       return ended;
     },

@@ -85,6 +85,7 @@ export function createSignedInCache(
     sessions: {
       create: (memberId, meta) => store.create(memberId, meta),
       resolve: (sessionId) => store.resolve(sessionId),
+      signedInRecently: (sessionId) => store.signedInRecently(sessionId),
       destroy: (sessionId) =>
         evicting(
           () => entries.delete(sessionId),

@@ -35,7 +35,11 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
             section: 'account',
             passkeys: true,
             notice:
-              q.passkey === 'added' ? 'Passkey added. Next time, sign in with it.' : undefined,
+              q.passkey === 'added'
+                ? 'Passkey added. Next time, sign in with it.'
+                : q.passkey === 'removed'
+                  ? 'Passkey removed. It can no longer sign in.'
+                  : undefined,
             body: html`<p class="lead">Signed in as <strong>${member.email}</strong>, ${member.role} of ${member.partnerName}.</p>
 <section class="panel" aria-labelledby="passkeys-heading">
   <h2 id="passkeys-heading">Passkeys</h2>
@@ -43,11 +47,12 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
   ${
     passkeys.length === 0
       ? html`<div class="empty"><strong>No passkeys yet</strong>Add one to sign in without an email link.</div>`
-      : html`<table>
+      : html`<table class="stack">
     <caption class="visually-hidden">Your passkeys</caption>
-    <thead><tr><th scope="col">Name</th><th scope="col">Added</th><th scope="col">Last used</th></tr></thead>
-    <tbody>${passkeys.map((p) => html`<tr><td>${p.name}</td><td>${time(p.createdAt)}</td><td>${time(p.lastUsedAt, 'Never')}</td></tr>`)}</tbody>
-  </table>`
+    <thead><tr><th scope="col">Name</th><th scope="col">Added</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+    <tbody>${passkeys.map((p) => html`<tr><td data-label="Name">${p.name}</td><td data-label="Added">${time(p.createdAt)}</td><td data-label="Last used">${time(p.lastUsedAt, 'Never')}</td><td class="actions"><a href="${base()}/${env}/account/passkeys/${encodeURIComponent(p.id)}/remove" aria-label="Remove ${p.name}">Remove</a></td></tr>`)}</tbody>
+  </table>
+  <p class="hint">Lost a device? Remove its passkey here: signing out everywhere ends sessions, but a passkey signs in until it is removed.</p>`
   }
   <div id="passkey-register" class="inline passkey-form" data-options="${base()}/passkeys/register/options" data-verify="${base()}/passkeys/register" data-csrf="${csrf}" data-done="${base()}/${env}/account?passkey=added">
     <div class="field">

@@ -10,6 +10,7 @@ import { auditRoutes } from './audit.ts';
 import { embedSettingsRoutes } from './embed-settings.ts';
 import { keyChangeRoutes } from './keys/changes.ts';
 import { keysListRoutes } from './keys/list.ts';
+import { passkeyRemovalRoutes } from './passkey-removal.ts';
 import { passkeyRoutes } from './passkeys.ts';
 import { productDetailRoutes } from './products/detail.ts';
 import { feeStatsCsvRoutes } from './products/fee-stats-csv.ts';
@@ -36,6 +37,7 @@ export function pageRoutes(
     await app.register(signInRoutes(ctx, signInLimit));
     await app.register(passkeyRoutes(ctx, box, signInLimit));
     await app.register(accountRoutes(ctx));
+    await app.register(passkeyRemovalRoutes(ctx));
     await app.register(productsListRoutes(ctx));
     await app.register(productDetailRoutes(ctx));
     await app.register(feeStatsCsvRoutes(ctx));

@@ -135,7 +135,7 @@ const settings = {
   },
   METRICS_PORT: {
     describe:
-      'TCP port of the Prometheus metrics endpoint (`GET /metrics`), a server of its own, apart from the API port (0 picks a free port). Unset: no metrics endpoint. See docs/operations.md.',
+      'TCP port of the Prometheus metrics endpoint (`GET /metrics`), a server of its own, apart from the API port (0 picks a free port). Unset: no metrics endpoint. See docs/maintainers/operations.md.',
     expects: 'an integer from 0 to 65535',
     parse: integer(0, 65535),
   },
@@ -176,7 +176,7 @@ const settings = {
   },
   CHAINS_FILE: {
     describe:
-      'JSON file listing the chains to follow (chain_id, name, rpc_urls, confirmation_depth or finality (`finalized`/`safe`), block_range_limit, evm, deployer_private_key). Unset: the embedded local anvil chain. Per-network settings, providers and quotas: docs/operations.md#chains-and-providers.',
+      'JSON file listing the chains to follow (chain_id, name, rpc_urls, confirmation_depth or finality (`finalized`/`safe`), block_range_limit, evm, deployer_private_key). Unset: the embedded local anvil chain. Per-network settings, providers and quotas: docs/maintainers/operations.md#chains-and-providers.',
     expects: 'a path to a readable JSON file',
     parse: nonEmpty,
   },

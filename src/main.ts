@@ -274,7 +274,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           // goes on: HTTP connections are closed (their clients retry), database connections
           // destroyed (their queries reject), and jobs still running are no longer waited for:
           // their leases expire and another worker redoes their work, as after a kill (every job
-          // is idempotent or claims under a lease; docs/operations.md).
+          // is idempotent or claims under a lease; docs/maintainers/operations.md).
           let cutReached: () => void = () => {};
           const cutting = new Promise<void>((resolve) => {
             cutReached = resolve;

@@ -2,7 +2,8 @@
  * Docs that stand alone (#14): a partner who clones the repository has nothing beside it, so README
  * and docs/ link only inside the repository (relative links to files that exist, anchors, or the
  * local service), name no sibling folder, and mention only example or loopback hosts. The partner
- * guide lists every code of the error catalogue.
+ * API reference lists every code of the error catalogue. Partner pages are written for partners
+ * (#30): they name no source file, migration or issue number; those belong in docs/maintainers/.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -57,10 +58,33 @@ describe('README and docs/', () => {
     expect(problems).toEqual([]);
   });
 
-  it('the partner guide lists every error code of the catalogue', () => {
+  it('the partner API reference lists every error code of the catalogue', () => {
     const guide = readFileSync(path.join(ROOT, 'docs/partner-api.md'), 'utf8');
     for (const [code, { status }] of Object.entries(ERROR_CATALOGUE)) {
       expect(guide, code).toMatch(new RegExp(`\\| \`${code}\` +\\| ${status} +\\|`));
     }
+  });
+
+  it('partner pages name no source file, migration or issue number', () => {
+    const partnerPages = readdirSync(path.join(ROOT, 'docs'))
+      .filter((name) => name.endsWith('.md') && name !== 'portal.md')
+      .map((name) => path.join(ROOT, 'docs', name));
+    expect(partnerPages.map((f) => path.basename(f))).toContain('partner-guide.md');
+    const problems: string[] = [];
+    for (const file of partnerPages) {
+      const lines = readFileSync(file, 'utf8').split('\n');
+      for (const [i, line] of lines.entries()) {
+        const where = `${path.relative(ROOT, file)}:${i + 1}`;
+        if (/(^|[\s`(/])(src|test)\//.test(line)) {
+          if (!/test\/fixtures\/tls\//.test(line)) problems.push(`${where}: names code: ${line}`);
+        }
+        if (/migration|\.sql\b/i.test(line)) problems.push(`${where}: names a migration: ${line}`);
+        if (/(^|[\s(])#\d+\b/.test(line)) problems.push(`${where}: names an issue: ${line}`);
+        if (/\]\(maintainers\//.test(line)) {
+          problems.push(`${where}: sends partners to maintainers' pages: ${line}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });

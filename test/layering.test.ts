@@ -1,5 +1,5 @@
 /**
- * Layers that only point down (docs/decisions.md, "Layers"). The storage, money and chain layers,
+ * Layers that only point down (docs/maintainers/decisions.md, "Layers"). The storage, money and chain layers,
  * the workers that follow the chain and the webhooks do not reach any face of the service (the
  * partner API, the portal, the embed, the operator CLI), directly or through another file. A second
  * test builds a small tree with an upward import and shows the check naming it.

@@ -5,6 +5,7 @@
  * declares: the document's header, the error catalogue table, the security scheme, the tags'
  * descriptions and the outbound webhooks.
  */
+import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ERROR_CATALOGUE, type ErrorCode } from '../http/errors.ts';
@@ -20,17 +21,32 @@ const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
   )
   .join('\n');
 
+/**
+ * The partner guide (docs/partner-guide.md), served beside the reference. The description links to
+ * it by path (so the rendered reference's link works on any deployment); `externalDocs` needs an
+ * absolute URL, which names the local service as `servers` does (openapi-document.ts).
+ */
+export const PARTNER_GUIDE_PATH = '/docs/partner-guide.md';
+const partnerGuide = new URL('../../docs/partner-guide.md', import.meta.url);
+
 export const OPENAPI_BASE = {
   openapi: '3.1.0',
   info: {
     title: 'Partner Yield API',
     version: '1.0.0',
     description:
-      'Partner API of the partner yield service: reads, and the signed inbound webhook. Every error is `{ success: false, code, message }`; ' +
+      'Partner API of the partner yield service: reads, and the signed inbound webhook. A first integration, step by step: ' +
+      `the [partner guide](${PARTNER_GUIDE_PATH}) (the document's externalDocs). Every error is \`{ success: false, code, message }\`; ` +
       'switch on `code`. Amounts are decimal strings in whole asset units; APYs are decimal fractions with 6 places.\n\n' +
       'Products, product detail, apy-history and fee-stats answers of 1 KiB or more are sent gzip-encoded (`Content-Encoding: gzip`) ' +
       "when the request's `Accept-Encoding` takes gzip, and as plain JSON otherwise; they carry `Vary: Accept-Encoding`.\n\n" +
       `| code | HTTP | meaning |\n|---|---|---|\n${catalogueTable}`,
+  },
+  externalDocs: {
+    description:
+      'Partner guide: from the API key to the first verified webhook, with the SDK and curl side by side, ' +
+      `and where every key and secret comes from. Served by the service at ${PARTNER_GUIDE_PATH}: your deployment's base URL + that path.`,
+    url: `http://127.0.0.1:3000${PARTNER_GUIDE_PATH}`,
   },
   components: {
     schemas: { ErrorEnvelope },
@@ -63,4 +79,8 @@ export async function registerOpenApi(app: BaseApp): Promise<void> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  const guide = readFileSync(partnerGuide, 'utf8');
+  app.get(PARTNER_GUIDE_PATH, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/markdown; charset=utf-8').send(guide),
+  );
 }

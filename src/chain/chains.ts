@@ -24,7 +24,7 @@ export interface ChainSettings extends SignerSettings {
   confirmationDepth: number;
   /**
    * Final is what the node's `finalized` or `safe` block tag says (post-merge Ethereum and the
-   * rollups that follow it), instead of a depth. See docs/operations.md, "Finality per network".
+   * rollups that follow it), instead of a depth. See docs/maintainers/operations.md, "Finality per network".
    */
   finalityTag?: FinalityTag;
   blockRangeLimit: number;
@@ -100,7 +100,7 @@ export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettin
     if (finality === undefined && depth === 0 && !LOCAL_CHAIN_IDS.has(chainId)) {
       throw new ChainsFileError(
         `${where}.confirmation_depth: 0 would treat every new block as final on chain ${chainId}; ` +
-          'set a depth of at least 1 or "finality": "finalized" (see docs/operations.md, "Finality per network")',
+          'set a depth of at least 1 or "finality": "finalized" (see docs/maintainers/operations.md, "Finality per network")',
       );
     }
     return {

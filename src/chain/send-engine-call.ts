@@ -88,7 +88,7 @@ export async function sendEngineCallReceipt(
   }
   if (!account) {
     throw new OperatorError(
-      `chain ${chain.chainId} has no signer configured: cannot send ${name}() (set "signer" in CHAINS_FILE, see docs/going-live.md)`,
+      `chain ${chain.chainId} has no signer configured: cannot send ${name}() (set "signer" in CHAINS_FILE, see docs/maintainers/going-live.md)`,
     );
   }
   const sender = createTxSender({

@@ -146,7 +146,7 @@ export function parseSignerSettings(
           'not a local development chain. Remove it from the file and set "signer" to ' +
           '{"env": "VARIABLE"} (the key in an environment variable), {"file": "/path"} (a file ' +
           'only its owner can read, chmod 600) or {"url": "http://…", "address": "0x…"} (a ' +
-          'remote signer); see docs/going-live.md, "The signer"',
+          'remote signer); see docs/maintainers/going-live.md, "The signer"',
       );
     }
   }

@@ -4,7 +4,7 @@
  * - prepareEvents (while the previous range is being written): gives each event its id and renders
  *   the rows as COPY text, in chunks;
  * - insertPrepared (in the range's transaction): COPY, the cheapest way both engines take thousands
- *   of rows (no SQL or JSON to parse per row; figures in docs/decisions.md, "Indexer writes").
+ *   of rows (no SQL or JSON to parse per row; figures in docs/maintainers/decisions.md, "Indexer writes").
  *
  * COPY has no ON CONFLICT, so each chunk runs under a savepoint: a chunk that meets an event already
  * stored (a range indexed again after a rewind, or a raced holder) is rolled back to it and inserted

@@ -67,7 +67,7 @@ export function createRedisCounter(redis: Redis, prefix = 'pys:fw:'): FixedWindo
  * The counter while Redis may be away: Redis's shared count when its connection is up and answers,
  * else this process's own memory (`local`). Budgets then hold per process instead of across
  * processes (with N API processes a key gets at most N times its budget), rather than not at all:
- * before, every request went uncounted while Redis was unreachable (#33; docs/operations.md).
+ * before, every request went uncounted while Redis was unreachable (#33; docs/maintainers/operations.md).
  * Windows counted locally are forgotten once Redis is back; Redis's own count resumes.
  */
 export function createFallbackCounter(

@@ -1,6 +1,6 @@
 /**
  * The service's Prometheus metrics (prom-client): every instrument is declared here, with its
- * labels, so the set an operator can alert on is read in one place (docs/operations.md lists them).
+ * labels, so the set an operator can alert on is read in one place (docs/maintainers/operations.md lists them).
  *
  * One registry per process, module-level: the modules that record (the HTTP pipeline, the chain
  * reader, the indexer, the dispatcher…) import it rather than have it passed through every factory,

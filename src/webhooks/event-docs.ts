@@ -18,7 +18,7 @@ export function renderEventsMarkdown(): string {
   const out: string[] = [
     '# Outbound webhook events',
     '',
-    '<!-- Generated from src/webhooks/event-catalogue.ts by `npm run docs:webhooks`; do not edit. -->',
+    '<!-- Generated from the outbound event catalogue by `npm run docs:webhooks`; do not edit. -->',
     '',
     'Every event is a `POST` of exactly the payload below (no envelope) with the headers described in',
     '[webhooks-outbound.md](webhooks-outbound.md). New event types are added over time: treat an',

@@ -4,7 +4,7 @@
  * checked here against the one served:
  * - the SDK's operation table and read methods (packages/sdk/src/generated/operations.ts): the same
  *   operations, methods and paths, and a client method for each;
- * - the endpoint table of the partner guide (docs/partner-api.md, scripts/partner-endpoints.ts).
+ * - the endpoint table of the partner API reference (docs/partner-api.md, scripts/partner-endpoints.ts).
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

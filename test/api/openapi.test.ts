@@ -1,4 +1,5 @@
 /** The OpenAPI document: generated from the route schemas, complete, and rendered at /docs. */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainClient } from '../../src/chain/client.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
@@ -17,6 +18,7 @@ describe('OpenAPI document', () => {
   let doc: {
     openapi: string;
     info: { description: string };
+    externalDocs?: { url: string; description?: string };
     paths: Record<
       string,
       Record<string, { security?: unknown; responses: Record<string, unknown> }>
@@ -84,6 +86,18 @@ describe('OpenAPI document', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/html');
     expect(res.body).toContain('swagger');
+  });
+
+  it('links to the partner guide, which the service serves beside the reference', async () => {
+    // Absolute for the linters, on the local service as `servers` is; the description links by path.
+    expect(doc.externalDocs?.url).toBe('http://127.0.0.1:3000/docs/partner-guide.md');
+    expect(doc.info.description).toContain('[partner guide](/docs/partner-guide.md)');
+    const res = await app.inject({ url: new URL(doc.externalDocs!.url).pathname });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/markdown');
+    expect(res.body).toBe(
+      readFileSync(new URL('../../docs/partner-guide.md', import.meta.url), 'utf8'),
+    );
   });
 
   it('the contract check flags a response that breaks its documented schema', async () => {

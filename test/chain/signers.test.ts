@@ -64,7 +64,7 @@ describe('signer settings in CHAINS_FILE', () => {
       expect(message).toContain(`plaintext key is refused for chain ${chainId}`);
       expect(message).toContain('"signer"');
       expect(message).toContain('chmod 600');
-      expect(message).toContain('docs/going-live.md');
+      expect(message).toContain('docs/maintainers/going-live.md');
       expect(message).not.toContain(KEY.slice(2));
     }
   });

@@ -1,6 +1,6 @@
 /**
  * The import graph of a source tree, and the imports that break a layering rule (Ponder's
- * layering test, as docs/decisions.md "Layers" describes). Static `import … from '…'`,
+ * layering test, as docs/maintainers/decisions.md "Layers" describes). Static `import … from '…'`,
  * `export … from '…'` and `import('…')` with a relative specifier are followed; packages are not.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The documented topology (docs/operations.md), run for real: `yield-service migrate` first, then
+ * The documented topology (docs/maintainers/operations.md), run for real: `yield-service migrate` first, then
  * two API processes and two worker processes (the CLI, production settings) on one PostgreSQL and
  * one Redis, sharing MASTER_KEY. Both APIs answer from the one database; the per-key budget is
  * shared through Redis; the two workers split the chain and the delivery queue, so every event is

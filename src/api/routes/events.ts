@@ -7,7 +7,7 @@
  *
  * Paging is by partner_seq, which becomes visible in the order it is given (migration 0042), so a
  * client paging forward while new events are stored misses none and sees none twice. The cursor is
- * opaque (docs/decisions.md, "Events feed"): `e1.` + `a` (forward: after) or `d` (newest first:
+ * opaque (docs/maintainers/decisions.md, "Events feed"): `e1.` + `a` (forward: after) or `d` (newest first:
  * before) + the position, base64url-encoded. Filters are not part of it; a client sends the same
  * filters with every page.
  */
@@ -169,7 +169,7 @@ export function eventsRoute(deps: {
   const now = deps.now ?? (() => new Date());
   // The newest number, read at most once a second per partner environment: a page is at most that
   // far behind the newest event (the next request sees it; nothing is skipped), and the request
-  // path does no database round trip on a cache hit (figures in docs/decisions.md, "Events feed").
+  // path does no database round trip on a cache hit (figures in docs/maintainers/decisions.md, "Events feed").
   const newest = createTtlCache<bigint>(deps.freshnessMs ?? 1_000, 10_000);
   return async (app) => {
     app.get(

@@ -105,7 +105,7 @@ export const healthRoutes: FastifyPluginAsync<{
       }
       // The runtime, not each RPC: an RPC outage fails only /position and /health reads (503
       // chain_rpc_unavailable, per request), hits every instance alike, and must not take the
-      // database-backed reads out of the load balancer with it (docs/decisions.md).
+      // database-backed reads out of the load balancer with it (docs/maintainers/decisions.md).
       const chains = chainRuntime();
       if (chains === 'starting') {
         throw new ApiError('service_unavailable', 'The chain runtime is starting.');

@@ -117,7 +117,7 @@ const NEXT: Record<StepName, string> = {
   'remote signer':
     'the signer process (a second anvil) did not start or does not hold its account: see the line above',
   configure:
-    'the CHAINS_FILE the rehearsal wrote was refused or the signer could not be funded: the message above names the field (see docs/going-live.md, "The chain configuration")',
+    'the CHAINS_FILE the rehearsal wrote was refused or the signer could not be funded: the message above names the field (see docs/maintainers/going-live.md, "The chain configuration")',
   'https receiver':
     'the receiver needs the openssl command line tool to make its certificate: install it (apt-get install openssl)',
   service:
@@ -137,7 +137,7 @@ const NEXT: Record<StepName, string> = {
   'stuck transaction':
     'the stuck transaction was not replaced and mined: check replace_after_blocks and max_fee_per_gas_gwei in the CHAINS_FILE, and the service log lines below',
   'later operations':
-    'an operator transaction sent behind the stuck one did not go through in nonce order: run again with --show-log for the transaction follower\'s lines, and see docs/operations.md, "The signer\'s transactions"',
+    'an operator transaction sent behind the stuck one did not go through in nonce order: run again with --show-log for the transaction follower\'s lines, and see docs/maintainers/operations.md, "The signer\'s transactions"',
 };
 
 export class RehearsalAborted extends Error {

@@ -44,7 +44,7 @@ const requirement = (r: RouteOptions) =>
 describe('portal route table', () => {
   it('declares the role of every state-changing route', () => {
     const changes = routes.filter((r) => r.method === 'POST');
-    expect(changes.length).toBe(25);
+    expect(changes.length).toBe(26);
     const table = Object.fromEntries(changes.map((r) => [r.url, requirement(r)]));
     expect(table).toEqual({
       '/portal/sign-in': 'public',
@@ -55,6 +55,7 @@ describe('portal route table', () => {
       '/portal/passkeys/sign-in/options': 'public',
       '/portal/passkeys/sign-in': 'public',
       '/portal/sign-out-everywhere': 'member',
+      '/portal/:env/account/passkeys/:id/remove': 'member',
       '/portal/:env/keys': 'keys.manage',
       '/portal/:env/keys/:id/roll': 'keys.manage',
       '/portal/:env/keys/:id/revoke': 'keys.manage',

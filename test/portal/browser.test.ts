@@ -244,7 +244,7 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
     await page.getByLabel('Name of the new passkey').fill('Work laptop');
     await page.getByRole('button', { name: 'Add a passkey' }).click();
     await page.getByText('Passkey added. Next time, sign in with it.').waitFor();
-    await page.getByRole('cell', { name: 'Work laptop' }).waitFor();
+    await page.getByRole('cell', { name: 'Work laptop', exact: true }).waitFor();
     await check(page, 'account-passkey');
 
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
@@ -260,5 +260,26 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
       { action: 'passkey.registered', target: 'Work laptop' },
       { action: 'member.signed_in', target: 'by passkey' },
     ]);
+
+    // A lost device: its passkey removed (the session is minutes old, fresh enough), it no longer
+    // signs in, although the authenticator still holds the credential.
+    await page
+      .getByRole('navigation', { name: 'Sections' })
+      .getByRole('link', { name: 'Your account' })
+      .click();
+    await page.getByRole('link', { name: 'Remove Work laptop' }).click();
+    await page.getByRole('button', { name: 'Remove passkey' }).click();
+    await page.getByText('Passkey removed. It can no longer sign in.').waitFor();
+    await page.getByText('No passkeys yet').waitFor();
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await page.getByText('This passkey is not registered here').waitFor();
+    expect(await page.getByRole('heading', { name: 'API keys', level: 1 }).count()).toBe(0);
+    const { rows: after } = await t.db.query<{ action: string; target: string }>(
+      `SELECT action, target FROM portal_audit_log WHERE actor = 'pia@acme.example'
+       ORDER BY created_at, id OFFSET 3`,
+    );
+    expect(after).toEqual([{ action: 'passkey.removed', target: 'Work laptop' }]);
   });
 });

@@ -9,6 +9,7 @@ import { setInboundSecret } from '../operations/inbound-secrets.ts';
 import { secretFingerprint } from '../webhooks/secret-box.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, table } from './shared.ts';
+import { parseGrace } from './webhook-destinations-command.ts';
 import {
   iso,
   lazySecretBox,
@@ -24,11 +25,19 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
 
   inbound
     .command('set')
-    .description("create or rotate a partner environment's inbound secret; prints it once")
+    .description(
+      "create or rotate a partner environment's inbound secret; prints it once; on a rotation the previous one keeps verifying for --grace",
+    )
     .requiredOption('--partner <name>', 'partner name')
     .requiredOption('--env <env>', 'live or test', environment)
+    .option(
+      '--grace <duration>',
+      'on a rotation, how long the previous secret keeps verifying beside the new one (0, 30m, 24h, 7d…)',
+      parseGrace,
+      24 * 3_600_000,
+    )
     .option('--json', 'print JSON', false)
-    .action(async (opts: { partner: string; env: Environment; json: boolean }) => {
+    .action(async (opts: { partner: string; env: Environment; grace: number; json: boolean }) => {
       const config = ctx.config();
       const set = await operatorErrors(() =>
         ctx.withDatabase(config, async (db) => {
@@ -36,6 +45,7 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
           const result = await setInboundSecret(db, lazySecretBox(config), OPERATOR, {
             partnerId,
             environment: opts.env,
+            graceMs: opts.grace,
           });
           return { ...result, fingerprint: secretFingerprint(result.secret) };
         }),
@@ -45,13 +55,16 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
           partner: opts.partner,
           environment: opts.env,
           rotated: set.rotated,
+          previous_expires_at: set.previousExpiresAt?.toISOString() ?? null,
           fingerprint: set.fingerprint,
           secret: set.secret,
         });
       }
       ctx.print(
         set.rotated
-          ? `Rotated the inbound secret of ${opts.partner} (${opts.env}); the previous one no longer verifies.`
+          ? set.previousExpiresAt
+            ? `Rotated the inbound secret of ${opts.partner} (${opts.env}); the previous one keeps verifying until ${set.previousExpiresAt.toISOString()}.`
+            : `Rotated the inbound secret of ${opts.partner} (${opts.env}); the previous one no longer verifies.`
           : `Created the inbound secret of ${opts.partner} (${opts.env}).`,
       );
       ctx.print(`Fingerprint: ${set.fingerprint}`);

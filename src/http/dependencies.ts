@@ -71,9 +71,9 @@ function cachedInboundSecrets(cache: ReadCache, db: Database, secretBox: SecretB
   // entries are keyed by partner, never by a secret.
   const repo = createInboundSecretsRepo(db, secretBox);
   return {
-    get: (partnerId: string, environment: Environment) =>
+    keys: (partnerId: string, environment: Environment) =>
       cache.get(`inbound_secret:${partnerId}:${environment}`, () =>
-        repo.get(partnerId, environment),
+        repo.keys(partnerId, environment),
       ),
   };
 }

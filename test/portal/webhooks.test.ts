@@ -17,7 +17,8 @@ let n = 0;
 const email = (tag: string) => `${tag}-${++n}@example.com`;
 
 beforeAll(async () => {
-  h = await portalHarness();
+  // Many members sign in here: more than the default sign-in limit per client address.
+  h = await portalHarness({ signInLimit: { max: 1000, windowMs: 60_000 } });
 });
 afterAll(async () => h?.close());
 
@@ -76,6 +77,7 @@ describe('webhook pages', () => {
       [`/portal/${env}/webhooks/${id}/enable`, {}],
       [`/portal/${env}/webhooks/${id}/remove`, {}],
       [`/portal/${env}/webhooks/inbound/secret`, {}],
+      [`/portal/${env}/webhooks/inbound/secret`, { grace: '24h' }],
     ];
     const viewer = await h.signedIn(email('viewer'), 'viewer');
     const developer = await h.signedIn(email('dev'), 'developer');
@@ -214,6 +216,86 @@ describe('webhook pages', () => {
       'webhook.pinged',
       'webhook.removed',
       'inbound.secret_set',
+    ]);
+  });
+});
+
+describe('inbound secret rotation', () => {
+  it('asks for a grace period; the old secret verifies until it ends, and not after', async () => {
+    const partner = await createPartnersRepo(h.t.db).create(`Rotation ${n}`);
+    const owner = await h.signedIn(email('rotation'), 'owner', partner);
+    const apiKey = (await createApiKeysRepo(h.t.db).create(partner.id, 'live', 'rotation')).key;
+    const ping = async (secret: string, key: string) => {
+      const raw = JSON.stringify({ occurred_at: '2026-03-01T12:00:00Z', data: { n: key } });
+      const res = await h.app.inject({
+        method: 'POST',
+        url: '/api/partner/webhooks/inbound',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': apiKey,
+          'x-service-event': 'ping',
+          'idempotency-key': key,
+          'x-service-signature': signPayload(secret, raw),
+        },
+        payload: raw,
+      });
+      return res.statusCode;
+    };
+    const secretOf = (body: string) => /<code id="new-secret"[^>]*>([^<]+)<\/code>/.exec(body)![1]!;
+    // The first secret: one click.
+    await owner.get('/portal/live/webhooks/inbound');
+    const old = secretOf((await owner.post('/portal/live/webhooks/inbound/secret')).body);
+    expect(await ping(old, 'a-1')).toBe(200);
+    // Replacing it is not one click: the page links to a confirmation, a bare POST is refused.
+    const page = await owner.get('/portal/live/webhooks/inbound');
+    expect(page.body).toContain('href="/portal/live/webhooks/inbound/secret/rotate"');
+    const bare = await owner.post('/portal/live/webhooks/inbound/secret');
+    expect([bare.status, text(bare.body)]).toEqual([
+      400,
+      expect.stringContaining('Choose a grace period'),
+    ]);
+    expect(await ping(old, 'a-2')).toBe(200);
+    const confirm = await owner.get('/portal/live/webhooks/inbound/secret/rotate');
+    expect(text(confirm.body)).toContain('How long should the old secret keep verifying?');
+    const rotated = await owner.post('/portal/live/webhooks/inbound/secret', { grace: '1h' });
+    expect(text(rotated.body)).toContain('The old secret still verifies until');
+    const fresh = secretOf(rotated.body);
+    expect(fresh).not.toBe(old);
+    // During the grace period both verify (the new one once the API's read cache has seen the
+    // change: within its poll, a second), and the page says until when.
+    await expect.poll(() => ping(fresh, `b-${Math.random()}`), { timeout: 5000 }).toBe(200);
+    expect(await ping(old, 'b-2')).toBe(200);
+    expect(text((await owner.get('/portal/live/webhooks/inbound')).body)).toMatch(
+      /The previous secret \( sha256:\w+ \) still verifies until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/,
+    );
+    // The grace period's end brought near (the hour passing, by the database's clock), then past.
+    await h.t.db.query(
+      `UPDATE inbound_secrets SET previous_expires_at = now() + interval '1500 milliseconds'
+       WHERE partner_id = $1`,
+      [partner.id],
+    );
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await ping(old, 'c-1')).toBe(401);
+    expect(await ping(fresh, 'c-2')).toBe(200);
+    expect(text((await owner.get('/portal/live/webhooks/inbound')).body)).not.toContain(
+      'The previous secret',
+    );
+    // "None" ends the old secret at once.
+    await owner.get('/portal/live/webhooks/inbound/secret/rotate');
+    const third = secretOf(
+      (await owner.post('/portal/live/webhooks/inbound/secret', { grace: '0' })).body,
+    );
+    await expect.poll(() => ping(third, `d-${Math.random()}`), { timeout: 5000 }).toBe(200);
+    expect(await ping(fresh, 'd-1')).toBe(401);
+    const { rows } = await h.t.db.query<{ target: string }>(
+      `SELECT target FROM portal_audit_log WHERE partner_id = $1 AND action = 'inbound.secret_set'
+       ORDER BY created_at, id`,
+      [partner.id],
+    );
+    expect(rows.map((r) => r.target)).toEqual([
+      'created',
+      'rotated, grace 1 h',
+      'rotated, grace 0',
     ]);
   });
 });

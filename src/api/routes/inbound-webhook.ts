@@ -5,7 +5,7 @@
  * for any Content-Type but application/json, 413 over 64 KiB), then the checks run in the order
  * DECISIONS fixes, each before anything of the next is looked at:
  *   1. X-Service-Signature: HMAC-SHA256 of the raw bytes under the partner's inbound secret of the
- *      key's environment, compared in constant time → 401 signature_mismatch (also when the header
+ *      key's environment (or, during a rotation's grace period, the previous one), compared in constant time → 401 signature_mismatch (also when the header
  *      is absent or no secret is configured). Nothing of the body is parsed before this.
  *   2. Idempotency-Key: absent → 400 missing_idempotency_key; not 1–255 printable ASCII characters,
  *      or sent twice → the same code, saying it is not valid.
@@ -71,7 +71,7 @@ const InboundHeaders = Type.Object({
 export interface InboundWebhookDeps {
   products: Pick<ProductsRepo, 'getBySlug'>;
   /** Undefined when the service has no secret box: every request then fails its signature. */
-  secrets: Pick<InboundSecretsRepo, 'get'> | undefined;
+  secrets: Pick<InboundSecretsRepo, 'keys'> | undefined;
   events: Pick<InboundEventsRepo, 'store'>;
 }
 
@@ -159,8 +159,8 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
         const headers = request.raw.headers;
 
         // 1. Signature, over the raw bytes, before anything else of the request is read.
-        const secret = await deps.secrets?.get(caller.partnerId, caller.environment);
-        if (secret === undefined) {
+        const keys = await deps.secrets?.keys(caller.partnerId, caller.environment);
+        if (keys === undefined) {
           throw new ApiError(
             'signature_mismatch',
             'No inbound secret is configured for the environment of this key.',
@@ -170,7 +170,15 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
         if (signature === undefined) {
           throw new ApiError('signature_mismatch', 'The X-Service-Signature header is required.');
         }
-        if (!verifySignature(secret, raw, signature)) throw new ApiError('signature_mismatch');
+        // After a rotation the previous secret verifies too, until the end of its grace period.
+        const previous =
+          keys.previous && keys.previous.expiresAt.getTime() > Date.now()
+            ? keys.previous.secret
+            : undefined;
+        const verified =
+          verifySignature(keys.current, raw, signature) ||
+          (previous !== undefined && verifySignature(previous, raw, signature));
+        if (!verified) throw new ApiError('signature_mismatch');
 
         // 2. Idempotency-Key.
         const idempotencyKey = checkIdempotencyKey(headers, request.raw.rawHeaders);

@@ -22,6 +22,7 @@ import { deliveryRoutes } from './webhooks/deliveries.ts';
 import { destinationPageRoutes } from './webhooks/destination.ts';
 import { webhookEditRoutes } from './webhooks/edit.ts';
 import { inboundRoutes } from './webhooks/inbound.ts';
+import { inboundSecretRoutes } from './webhooks/inbound-secret.ts';
 import { webhooksListRoutes } from './webhooks/list.ts';
 
 export function pageRoutes(
@@ -47,6 +48,7 @@ export function pageRoutes(
     await app.register(auditRoutes(ctx));
     await app.register(webhooksListRoutes(ctx, box));
     await app.register(inboundRoutes(ctx, box));
+    await app.register(inboundSecretRoutes(ctx, box));
     await app.register(destinationPageRoutes(ctx));
     await app.register(deliveryRoutes(ctx, box));
     await app.register(destinationChangeRoutes(ctx, box));

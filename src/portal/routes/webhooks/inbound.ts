@@ -13,13 +13,11 @@ import { createInboundSecretsRepo } from '../../../db/inbound-secrets.ts';
 import type { Member } from '../../../db/portal-members.ts';
 import type { Environment } from '../../../db/products.ts';
 import { createWebhookDeliveriesRepo } from '../../../db/webhook-deliveries.ts';
-import { setInboundSecret } from '../../../operations/inbound-secrets.ts';
 import type { SecretBox } from '../../../webhooks/secret-box.ts';
 import { permits } from '../../access.ts';
-import { actorOf, type PortalContext, PortalError, sendPage, signedIn } from '../../context.ts';
+import { type PortalContext, PortalError, sendPage, signedIn } from '../../context.ts';
 import { type Html, html } from '../../html.ts';
 import { page, time } from '../../layout.ts';
-import { secretPanel } from './shared.ts';
 
 /** How many inbound events the page lists, newest first. */
 export const RECENT_INBOUND_EVENTS = 50;
@@ -51,7 +49,7 @@ export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugin
     const eventLink = (env: Environment, id: string) =>
       html`<a href="${base()}/${env}/webhooks/events/${id}"><code class="long-id">${id}</code></a>`;
 
-    async function inboundPage(member: Member, env: Environment, csrf: string, created?: Html) {
+    async function inboundPage(member: Member, env: Environment, csrf: string) {
       const { info, recent } = await ctx.webhookPages.get(
         `inbound:${member.partnerId}:${env}`,
         async () => {
@@ -74,14 +72,16 @@ export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugin
         env,
         section: 'webhooks',
         body: html`<p class="lead">Events you send us (<code>POST /api/partner/webhooks/inbound</code>), signed with the ${env} inbound secret. <a href="${base()}/${env}/webhooks">Outbound destinations</a></p>
-${created ?? ''}
 <section class="panel" aria-labelledby="inbound-secret-heading">
   <h2 id="inbound-secret-heading">Inbound secret</h2>
   ${info ? html`<p>Fingerprint <code>${info.fingerprint}</code>, created ${time(info.createdAt)}${info.rotatedAt ? html`, rotated ${time(info.rotatedAt)}` : ''}. The secret itself is never shown again.</p>` : html`<p>No ${env} inbound secret yet: inbound events are refused until you create one.</p>`}
+  ${info?.previous && info.previous.expiresAt.getTime() > Date.now() ? html`<p>The previous secret (<code>${info.previous.fingerprint}</code>) still verifies until ${time(info.previous.expiresAt)}.</p>` : ''}
   ${
-    manage
-      ? html`<form method="post" action="${base()}/${env}/webhooks/inbound/secret"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit" ${info ? html`class="danger"` : ''}>${info ? 'Rotate the inbound secret' : 'Create the inbound secret'}</button>${info ? html` <span class="hint">The old secret stops working at once.</span>` : ''}</form>`
-      : ''
+    !manage
+      ? ''
+      : info
+        ? html`<p><a href="${base()}/${env}/webhooks/inbound/secret/rotate">Rotate the inbound secret</a> <span class="hint">You choose how long the old one keeps verifying.</span></p>`
+        : html`<form method="post" action="${base()}/${env}/webhooks/inbound/secret"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit">Create the inbound secret</button></form>`
   }
 </section>
 <h2>Recent inbound events</h2>
@@ -106,31 +106,6 @@ ${
       async (request, reply) => {
         const { member, env } = signedIn(request);
         return sendPage(reply, await inboundPage(member, env, reply.generateCsrf()));
-      },
-    );
-
-    app.post<{ Params: { env: string } }>(
-      '/:env/webhooks/inbound/secret',
-      { config: { requires: 'webhooks.manage' } },
-      async (request, reply) => {
-        const { member, env } = signedIn(request);
-        const { secret } = await setInboundSecret(ctx.db, box, actorOf(request), {
-          partnerId: member.partnerId,
-          environment: env,
-        });
-        return sendPage(
-          reply,
-          await inboundPage(
-            member,
-            env,
-            reply.generateCsrf(),
-            secretPanel(
-              secret,
-              `Your ${env} inbound secret`,
-              'Sign each inbound request with it (HMAC-SHA256 of the body).',
-            ),
-          ),
-        );
       },
     );
 

@@ -8,6 +8,8 @@ export type AuditAction =
   | 'member.signed_out_everywhere'
   | 'member.invited'
   | 'member.removed'
+  | 'member.invite_resent'
+  | 'member.invite_cancelled'
   | 'key.created'
   | 'key.rolled'
   | 'key.revoked'

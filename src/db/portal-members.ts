@@ -19,7 +19,24 @@ export interface Member {
   invitedBy: string | null;
   createdAt: Date;
   removedAt: Date | null;
+  /** The first sign-in: the invitation accepted (null: not yet). */
+  acceptedAt: Date | null;
+  /** Until when an invitation not yet accepted lets its member sign in. */
+  inviteExpiresAt: Date | null;
 }
+
+/** How long an invitation lets its member sign in for the first time (resending renews it). */
+export const INVITATION_TTL_MS = 7 * 86_400_000;
+
+export type InvitationState = 'active' | 'invited' | 'expired';
+
+export function invitationState(m: Member, now = Date.now()): InvitationState {
+  if (m.acceptedAt) return 'active';
+  return m.inviteExpiresAt && m.inviteExpiresAt.getTime() > now ? 'invited' : 'expired';
+}
+
+/** SQL: the member `m` may sign in (accepted, or invited and not expired). */
+export const MAY_SIGN_IN = '(m.accepted_at IS NOT NULL OR m.invite_expires_at > now())';
 
 export interface MemberRow {
   id: string;
@@ -30,6 +47,8 @@ export interface MemberRow {
   invited_by: string | null;
   created_at: Date;
   removed_at: Date | null;
+  accepted_at: Date | null;
+  invite_expires_at: Date | null;
 }
 
 export const toMember = (r: MemberRow): Member => ({
@@ -41,6 +60,8 @@ export const toMember = (r: MemberRow): Member => ({
   invitedBy: r.invited_by,
   createdAt: r.created_at,
   removedAt: r.removed_at,
+  acceptedAt: r.accepted_at,
+  inviteExpiresAt: r.invite_expires_at,
 });
 
 /** A member's columns: `m` is portal_members, `p` its partner. */
@@ -73,9 +94,16 @@ export function createPortalMembersRepo(db: Queryable) {
       const id = newId('mbr');
       try {
         await db.query(
-          `INSERT INTO portal_members (id, partner_id, email, role, invited_by)
-           VALUES ($1, $2, $3, $4, $5)`,
-          [id, input.partnerId, input.email, input.role, input.invitedBy ?? null],
+          `INSERT INTO portal_members (id, partner_id, email, role, invited_by, invite_expires_at)
+           VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')`,
+          [
+            id,
+            input.partnerId,
+            input.email,
+            input.role,
+            input.invitedBy ?? null,
+            INVITATION_TTL_MS,
+          ],
         );
       } catch (err) {
         if ((err as { code?: string }).code === '23505') {
@@ -114,6 +142,24 @@ export function createPortalMembersRepo(db: Queryable) {
         `UPDATE portal_members SET removed_at = now()
          WHERE id = $1 AND partner_id = $2 AND removed_at IS NULL`,
         [id, partnerId],
+      );
+      return r.rowCount === 1;
+    },
+
+    /** The first sign-in: marks the invitation accepted (once). */
+    async accept(id: string): Promise<void> {
+      await db.query(
+        'UPDATE portal_members SET accepted_at = now() WHERE id = $1 AND accepted_at IS NULL',
+        [id],
+      );
+    },
+
+    /** A new period for an invitation not yet accepted; false when there is none to renew. */
+    async renewInvitation(partnerId: string, id: string): Promise<boolean> {
+      const r = await db.query(
+        `UPDATE portal_members SET invite_expires_at = now() + $3 * interval '1 millisecond'
+         WHERE id = $1 AND partner_id = $2 AND removed_at IS NULL AND accepted_at IS NULL`,
+        [id, partnerId, INVITATION_TTL_MS],
       );
       return r.rowCount === 1;
     },

@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Queryable } from './client.ts';
+import { MAY_SIGN_IN } from './portal-members.ts';
 
 export const SIGN_IN_LINK_TTL_MS = 15 * 60_000;
 
@@ -12,7 +13,7 @@ const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').
 
 export type ConsumeResult =
   | { ok: true; memberId: string }
-  | { ok: false; reason: 'unknown' | 'used' | 'expired' };
+  | { ok: false; reason: 'unknown' | 'used' | 'expired' | 'invitation_expired' };
 
 export function createSignInTokensRepo(db: Queryable) {
   return {
@@ -34,17 +35,27 @@ export function createSignInTokensRepo(db: Queryable) {
         `UPDATE portal_sign_in_tokens t SET used_at = now()
          FROM portal_members m
          WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now()
-           AND m.id = t.member_id AND m.removed_at IS NULL
+           AND m.id = t.member_id AND m.removed_at IS NULL AND ${MAY_SIGN_IN}
          RETURNING t.member_id`,
         [hash],
       );
       if (rows[0]) return { ok: true, memberId: rows[0].member_id };
-      const { rows: seen } = await db.query<{ used_at: Date | null }>(
-        'SELECT used_at FROM portal_sign_in_tokens WHERE token_hash = $1',
+      return { ok: false, reason: await this.refusal(token) };
+    },
+
+    /** Why a token that is not usable is refused (for the words of the page that says so). */
+    async refusal(token: string): Promise<Exclude<ConsumeResult, { ok: true }>['reason']> {
+      if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
+      const hash = hashToken(token);
+      const { rows: seen } = await db.query<{ used_at: Date | null; may_sign_in: boolean | null }>(
+        `SELECT t.used_at, ${MAY_SIGN_IN} AS may_sign_in
+         FROM portal_sign_in_tokens t LEFT JOIN portal_members m ON m.id = t.member_id
+         WHERE t.token_hash = $1`,
         [hash],
       );
-      if (!seen[0]) return { ok: false, reason: 'unknown' };
-      return { ok: false, reason: seen[0].used_at ? 'used' : 'expired' };
+      if (!seen[0]) return 'unknown';
+      if (seen[0].used_at) return 'used';
+      return seen[0].may_sign_in === false ? 'invitation_expired' : 'expired';
     },
 
     /** Whether a token would be accepted now (the confirmation page asks before consuming it). */
@@ -53,7 +64,7 @@ export function createSignInTokensRepo(db: Queryable) {
       const { rows } = await db.query(
         `SELECT 1 FROM portal_sign_in_tokens t JOIN portal_members m ON m.id = t.member_id
          WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now()
-           AND m.removed_at IS NULL`,
+           AND m.removed_at IS NULL AND ${MAY_SIGN_IN}`,
         [hashToken(token)],
       );
       return rows.length === 1;

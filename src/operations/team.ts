@@ -1,9 +1,10 @@
 /**
- * A partner's portal team: invite a member, remove one. The change and its audit row in one
+ * A partner's portal team: invite a member (the invitation lasts 7 days until the first sign-in),
+ * resend or cancel an invitation not yet accepted, remove a member. The change and its audit row in one
  * transaction; the portal's team page and `portal invite` call these. Who may invite or remove
  * whom (roles.ts) is the face's check before it calls.
  */
-import type { Database } from '../db/client.ts';
+import type { Database, Queryable } from '../db/client.ts';
 import { createPortalMembersRepo, type Member, type MemberRole } from '../db/portal-members.ts';
 import { BaseError } from '../errors.ts';
 import { type Actor, authorOf, recordChange } from './actor.ts';
@@ -32,6 +33,62 @@ export function inviteMember(
     await recordChange(tx, actor, {
       partnerId: input.partnerId,
       action: 'member.invited',
+      target: `${member.email} (${member.role})`,
+    });
+    return member;
+  });
+}
+
+/** Neither resend nor cancel applies to a member who has signed in already. */
+export class InvitationAcceptedError extends BaseError<'invitation_accepted'> {
+  override name = 'InvitationAcceptedError';
+  constructor() {
+    super('invitation_accepted', 'the invitation was accepted: the member has signed in');
+  }
+}
+
+async function pendingInvitee(tx: Queryable, partnerId: string, id: string) {
+  const member = await createPortalMembersRepo(tx).get(id);
+  if (!member || member.partnerId !== partnerId || member.removedAt) return undefined;
+  if (member.acceptedAt) throw new InvitationAcceptedError();
+  return member;
+}
+
+/**
+ * Renews an invitation not yet accepted (invited or expired) for another 7 days; the face then
+ * mails a new sign-in link. Undefined when `id` is no member of the partner.
+ */
+export function resendInvitation(
+  db: Database,
+  actor: Actor,
+  input: { partnerId: string; id: string },
+): Promise<Member | undefined> {
+  return db.transaction(async (tx) => {
+    const member = await pendingInvitee(tx, input.partnerId, input.id);
+    if (!member) return undefined;
+    await createPortalMembersRepo(tx).renewInvitation(input.partnerId, input.id);
+    await recordChange(tx, actor, {
+      partnerId: input.partnerId,
+      action: 'member.invite_resent',
+      target: `${member.email} (${member.role})`,
+    });
+    return (await createPortalMembersRepo(tx).get(input.id))!;
+  });
+}
+
+/** Withdraws an invitation not yet accepted: the invitee can no longer sign in. */
+export function cancelInvitation(
+  db: Database,
+  actor: Actor,
+  input: { partnerId: string; id: string },
+): Promise<Member | undefined> {
+  return db.transaction(async (tx) => {
+    const member = await pendingInvitee(tx, input.partnerId, input.id);
+    if (!member) return undefined;
+    await createPortalMembersRepo(tx).remove(input.partnerId, input.id);
+    await recordChange(tx, actor, {
+      partnerId: input.partnerId,
+      action: 'member.invite_cancelled',
       target: `${member.email} (${member.role})`,
     });
     return member;

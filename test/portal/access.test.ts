@@ -44,7 +44,7 @@ const requirement = (r: RouteOptions) =>
 describe('portal route table', () => {
   it('declares the role of every state-changing route', () => {
     const changes = routes.filter((r) => r.method === 'POST');
-    expect(changes.length).toBe(26);
+    expect(changes.length).toBe(28);
     const table = Object.fromEntries(changes.map((r) => [r.url, requirement(r)]));
     expect(table).toEqual({
       '/portal/sign-in': 'public',
@@ -61,6 +61,8 @@ describe('portal route table', () => {
       '/portal/:env/keys/:id/revoke': 'keys.manage',
       '/portal/:env/team': 'team.manage',
       '/portal/:env/team/:id/remove': 'team.manage',
+      '/portal/:env/team/:id/resend': 'team.manage',
+      '/portal/:env/team/:id/cancel': 'team.manage',
       '/portal/:env/webhooks': 'webhooks.manage',
       '/portal/:env/webhooks/inbound/secret': 'webhooks.manage',
       '/portal/:env/webhooks/:id/deliveries/:delivery/replay': 'webhooks.manage',

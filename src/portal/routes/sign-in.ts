@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Member } from '../../db/portal-members.ts';
-import { normaliseEmail } from '../../db/portal-members.ts';
+import { invitationState, normaliseEmail } from '../../db/portal-members.ts';
 import { type PortalContext, PortalError, SESSION_COOKIE, seeOther, sendPage } from '../context.ts';
 import { html } from '../html.ts';
 import { barePage } from '../layout.ts';
@@ -28,6 +28,8 @@ export async function startSession(
   member: Member,
   method: 'link' | 'passkey',
 ) {
+  // The first sign-in accepts the invitation.
+  if (!member.acceptedAt) await ctx.members.accept(member.id);
   // Rotation: whatever session the browser had ends; the new one gets a fresh id.
   const previous = request.cookies[SESSION_COOKIE];
   if (previous) await ctx.sessions.destroy(previous);
@@ -100,7 +102,9 @@ export function signInRoutes(
           );
         }
         const member = await ctx.members.findActiveByEmail(email);
-        if (member) await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), member);
+        // An invitation that expired signs nobody in: no link (the page says the same either way).
+        if (member && invitationState(member) !== 'expired')
+          await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), member);
         return sendPage(
           reply,
           barePage({
@@ -118,7 +122,7 @@ export function signInRoutes(
       { config: { portalPublic: true, rateLimit } },
       async (request, reply) => {
         const token = typeof request.query.token === 'string' ? request.query.token : '';
-        if (!(await ctx.tokens.isUsable(token))) throw linkRefused();
+        if (!(await ctx.tokens.isUsable(token))) throw linkRefused(await ctx.tokens.refusal(token));
         return sendPage(
           reply,
           barePage({
@@ -157,7 +161,14 @@ export function signInRoutes(
     });
   };
 
-  function linkRefused(reason: 'unknown' | 'used' | 'expired' = 'unknown') {
+  function linkRefused(reason: 'unknown' | 'used' | 'expired' | 'invitation_expired' = 'unknown') {
+    if (reason === 'invitation_expired') {
+      return new PortalError(
+        410,
+        'This invitation has expired',
+        'Invitations work for 7 days. Ask an owner or admin of your team to resend it from the Team page.',
+      );
+    }
     const why = {
       used: 'This sign-in link was already used: each link works once.',
       expired: 'This sign-in link has expired: links work for 15 minutes.',

@@ -39,6 +39,16 @@ export interface AuditEntry {
   createdAt: Date;
 }
 
+export interface AuditFilter {
+  actor?: string | undefined;
+  action?: AuditAction | undefined;
+  since?: Date | undefined;
+  until?: Date | undefined;
+  /** An entry's id: only older ones. */
+  before?: string | undefined;
+  limit?: number | undefined;
+}
+
 export interface NewAuditEntry {
   partnerId: string;
   /** null: the operator's CLI. */
@@ -81,12 +91,31 @@ export function createPortalAuditRepo(db: Queryable) {
       );
     },
 
-    /** Newest first. */
-    async list(partnerId: string, limit = 200): Promise<AuditEntry[]> {
+    /**
+     * Newest first, filtered by who (the actor: a member's email or "operator"), what (the
+     * action) and when (`since` inclusive, `until` exclusive); `before` pages back: only entries
+     * older, in this order, than the one it names.
+     */
+    async list(partnerId: string, filter: AuditFilter = {}): Promise<AuditEntry[]> {
       const { rows } = await db.query<Row>(
-        `SELECT * FROM portal_audit_log WHERE partner_id = $1
-         ORDER BY created_at DESC, id DESC LIMIT $2`,
-        [partnerId, limit],
+        `SELECT * FROM portal_audit_log
+         WHERE partner_id = $1
+           AND ($2::text IS NULL OR actor = $2)
+           AND ($3::text IS NULL OR action = $3)
+           AND ($4::timestamptz IS NULL OR created_at >= $4)
+           AND ($5::timestamptz IS NULL OR created_at < $5)
+           AND ($6::text IS NULL OR (created_at, id) <
+                (SELECT created_at, id FROM portal_audit_log WHERE id = $6 AND partner_id = $1))
+         ORDER BY created_at DESC, id DESC LIMIT $7`,
+        [
+          partnerId,
+          filter.actor ?? null,
+          filter.action ?? null,
+          filter.since ?? null,
+          filter.until ?? null,
+          filter.before ?? null,
+          filter.limit ?? 200,
+        ],
       );
       return rows.map((r) => ({
         id: r.id,
@@ -99,6 +128,15 @@ export function createPortalAuditRepo(db: Queryable) {
         ip: r.ip,
         createdAt: r.created_at,
       }));
+    },
+
+    /** Who appears in a partner's log (for the filter), sorted. */
+    async actors(partnerId: string): Promise<string[]> {
+      const { rows } = await db.query<{ actor: string }>(
+        'SELECT DISTINCT actor FROM portal_audit_log WHERE partner_id = $1 ORDER BY actor',
+        [partnerId],
+      );
+      return rows.map((r) => r.actor);
     },
   };
 }

@@ -6,7 +6,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
 import type { PortalContext } from '../context.ts';
 import { accountRoutes } from './account.ts';
-import { auditRoutes } from './audit.ts';
+import { auditCsvRoutes } from './audit/csv.ts';
+import { auditRoutes } from './audit/page.ts';
 import { embedSettingsRoutes } from './embed-settings.ts';
 import { keyChangeRoutes } from './keys/changes.ts';
 import { keysListRoutes } from './keys/list.ts';
@@ -48,6 +49,7 @@ export function pageRoutes(
     await app.register(teamPageRoutes(ctx));
     await app.register(teamChangeRoutes(ctx));
     await app.register(auditRoutes(ctx));
+    await app.register(auditCsvRoutes(ctx));
     await app.register(webhooksListRoutes(ctx, box));
     await app.register(inboundRoutes(ctx, box));
     await app.register(inboundSecretRoutes(ctx, box));

@@ -17,6 +17,7 @@
  * Entries also expire after `maxAgeMs`: the webhook health figures are over the 24 hours before
  * they were read, and the pages say when that was (docs/portal.md).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.ts';
 import { type ChangeChannel, onPortalChange } from '../db/portal-changes.ts';
@@ -26,6 +27,14 @@ export interface ChangeCache {
   get<T>(key: string, load: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/**
+ * The channel whose entry a read is filling, for the statements it runs: a test reads every
+ * table those statements name and fails when one has no trigger on that channel — a cached read
+ * of a table whose changes nobody announces would show stale pages with no other test noticing
+ * (test/portal/change-cache-coverage.test.ts).
+ */
+export const cacheFill = new AsyncLocalStorage<ChangeChannel>();
 
 /** Reads every time: where nothing tells this process of every change (and in unit tests). */
 export const uncached: ChangeCache = { get: (_key, load) => load(), close: async () => {} };
@@ -53,7 +62,7 @@ export async function createChangeCache(
       const t = now();
       const hit = entries.get(key);
       if (hit && hit.until > t) return hit.value as Promise<T>;
-      const value = load();
+      const value = cacheFill.run(channel, load);
       entries.set(key, { until: t + maxAgeMs, value });
       value.catch(() => {
         if (entries.get(key)?.value === value) entries.delete(key);

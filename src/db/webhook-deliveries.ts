@@ -140,6 +140,8 @@ export interface DeliveryDetail {
   status: DeliveryStatus;
   createdAt: Date;
   replayOf: string | null;
+  /** When the dispatcher next sends a pending delivery. */
+  nextAttemptAt: Date;
   attempts: {
     attempt: number;
     attemptedAt: Date;
@@ -364,8 +366,10 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         status: DeliveryStatus;
         created_at: Date;
         replay_of: string | null;
+        next_attempt_at: Date;
       }>(
-        `SELECT w.id, w.event_id, e.event_type, e.payload, w.status, w.created_at, w.replay_of
+        `SELECT w.id, w.event_id, e.event_type, e.payload, w.status, w.created_at, w.replay_of,
+                w.next_attempt_at
          FROM webhook_deliveries w JOIN events e ON e.id = w.event_id
          WHERE w.id = $1 AND w.destination_id = $2`,
         [deliveryId, destinationId],
@@ -393,6 +397,7 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         status: r.status,
         createdAt: r.created_at,
         replayOf: r.replay_of,
+        nextAttemptAt: r.next_attempt_at,
         attempts: attempts.map((a) => ({
           attempt: a.attempt,
           attemptedAt: a.attempted_at,

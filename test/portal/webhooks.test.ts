@@ -220,6 +220,39 @@ describe('webhook pages', () => {
   });
 });
 
+describe('a pending delivery', () => {
+  it('shows when it is sent next', async () => {
+    const owner = await h.signedIn(email('pending'), 'owner');
+    const { id } = await addDestination(owner, 'live');
+    await owner.get(`/portal/live/webhooks/${id}`);
+    await owner.post(`/portal/live/webhooks/${id}/ping`);
+    const { rows } = await h.t.db.query<{ id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE destination_id = $1',
+      [id],
+    );
+    const dlv = rows[0]!.id;
+    // Not yet tried (no dispatcher runs here): due at once.
+    const first = await owner.get(`/portal/live/webhooks/${id}`);
+    expect(text(first.body)).toMatch(/Pending sending now/);
+    // One attempt failed: the dispatcher's state after a 500, the retry in 5 minutes.
+    await h.t.db.query(
+      `INSERT INTO webhook_delivery_attempts (delivery_id, attempt, destination_id, ok, status_code, duration_ms)
+       VALUES ($1, 1, $2, false, 500, 12)`,
+      [dlv, id],
+    );
+    const { rows: due } = await h.t.db.query<{ at: Date }>(
+      `UPDATE webhook_deliveries SET attempts = 1, last_response_code = 500,
+         next_attempt_at = now() + interval '5 minutes' WHERE id = $1 RETURNING next_attempt_at AS at`,
+      [dlv],
+    );
+    const at = `${due[0]!.at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+    const log = await owner.get(`/portal/live/webhooks/${id}`);
+    expect(text(log.body)).toContain(`Pending retry 2 at ${at}`);
+    const detail = await owner.get(`/portal/live/webhooks/${id}/deliveries/${dlv}`);
+    expect(text(detail.body)).toContain(`Pending (retry 2 at ${at} )`);
+  });
+});
+
 describe('inbound secret rotation', () => {
   it('asks for a grace period; the old secret verifies until it ends, and not after', async () => {
     const partner = await createPartnersRepo(h.t.db).create(`Rotation ${n}`);

@@ -20,6 +20,7 @@ import {
 } from '../../context.ts';
 import { html } from '../../html.ts';
 import { page, time, when } from '../../layout.ts';
+import { nextAttempt } from './destination-view.ts';
 import { ownDestination, parseUtcTime, replayOr409, STATUS_LABEL } from './shared.ts';
 
 export function deliveryRoutes(ctx: PortalContext, box: SecretBox): FastifyPluginAsync {
@@ -61,7 +62,7 @@ export function deliveryRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugi
             member,
             env,
             section: 'webhooks',
-            body: html`<p class="lead"><code>${r.eventType}</code> to <a href="${here}">${d.url}</a> · ${STATUS_LABEL[r.status]} · created ${when(r.createdAt)}${r.replayOf ? ` · replay of ${r.replayOf}` : ''}</p>
+            body: html`<p class="lead"><code>${r.eventType}</code> to <a href="${here}">${d.url}</a> · ${STATUS_LABEL[r.status]}${r.status === 'pending' ? html` (${nextAttempt(attempts.length, r.nextAttemptAt)})` : ''} · created ${when(r.createdAt)}${r.replayOf ? ` · replay of ${r.replayOf}` : ''}</p>
 ${manage ? html`<form method="post" action="${here}/deliveries/${r.id}/replay">${html`<input type="hidden" name="_csrf" value="${csrf}">`}<button type="submit">Replay this delivery</button></form>` : ''}
 <h2>Attempts</h2>
 ${

@@ -8,6 +8,12 @@ import { type Html, html } from '../../html.ts';
 import { time } from '../../layout.ts';
 import { healthAsOf, healthSummary, localValue, STATUS_LABEL } from './shared.ts';
 
+/** When a pending delivery is sent next, in words: a first attempt is due at once. */
+export function nextAttempt(attempts: number, at: Date): Html | string {
+  if (attempts === 0 || at.getTime() <= Date.now()) return 'sending now';
+  return html`retry ${attempts + 1} at ${time(at)}`;
+}
+
 export function destinationBody(
   d: WebhookDestination,
   h: DestinationHealth | undefined,
@@ -106,7 +112,7 @@ ${d.disabledAt ? '' : html`<a href="${o.here}/disable">Disable</a>`}
           (r) => html`<tr>
   <td data-label="Created">${time(r.createdAt)}</td>
   <td data-label="Event"><code>${r.eventType}</code>${r.replayOf ? html`<br><span class="hint">replay</span>` : ''}</td>
-  <td data-label="Status"><span class="status status-${r.status === 'delivered' ? 'active' : r.status === 'failed' ? 'revoked' : 'expiring'}">${STATUS_LABEL[r.status]}</span></td>
+  <td data-label="Status"><span class="status status-${r.status === 'delivered' ? 'active' : r.status === 'failed' ? 'revoked' : 'expiring'}">${STATUS_LABEL[r.status]}</span>${r.status === 'pending' ? html`<br><span class="hint">${nextAttempt(r.attempts, r.nextAttemptAt)}</span>` : ''}</td>
   <td data-label="Attempts" class="num">${r.attempts}</td>
   <td data-label="Last answer">${r.lastResponseCode !== null ? `HTTP ${r.lastResponseCode}` : (r.lastError ?? '—')}</td>
   <td class="actions"><a href="${o.here}/deliveries/${r.id}" aria-label="Details of delivery ${r.id}">Details</a></td>

@@ -3,6 +3,8 @@
  * whole route table, every state-changing route names the role it requires (or is public: sign-in),
  * and a route that names none is refused when it is registered.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import Fastify, { type RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { undeclared } from '../../src/portal/access.ts';
@@ -40,6 +42,20 @@ afterAll(async () => {
 const requirement = (r: RouteOptions) =>
   (r.config as { requires?: string; portalPublic?: boolean } | undefined)?.requires ??
   ((r.config as { portalPublic?: boolean } | undefined)?.portalPublic ? 'public' : undefined);
+
+describe('portal modules', () => {
+  it('are one page (or one group of a page’s changes) per file, none over 300 lines', () => {
+    const root = path.join(import.meta.dirname, '../../src/portal');
+    const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.ts'),
+    );
+    expect(files.length).toBeGreaterThan(40);
+    const long = files
+      .map((f) => [f, readFileSync(path.join(root, f), 'utf8').split('\n').length] as const)
+      .filter(([, lines]) => lines > 300);
+    expect(long).toEqual([]);
+  });
+});
 
 describe('portal route table', () => {
   it('declares the role of every state-changing route', () => {

@@ -37,7 +37,7 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
-const axeSource = readFileSync(
+export const axeSource = readFileSync(
   createRequire(import.meta.url).resolve('axe-core/axe.min.js'),
   'utf8',
 );

@@ -3,7 +3,7 @@
  * app, as each role (owner, admin, developer, viewer): no horizontal scroll
  * (document.documentElement.scrollWidth <= innerWidth), nothing drawn beyond the viewport's edges
  * (a box clipped by its card hides content as a sideways scroll does), and no axe violation of any
- * impact. The pages are the portal's GET routes, each with data in it: products with a year of
+ * impact. The pages are the portal's GET routes, each with data in it: products with months of
  * figures (charts drawn), keys in both environments, a destination with a long URL and a delivery
  * with three attempts, inbound events (a long idempotency key, one linked to its lifecycle event),
  * embed origins, a team of five with a passkey each, the audit log, and the not-found page. Where
@@ -37,7 +37,7 @@ import type { buildApp } from '../../src/server/app.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
-import { a11yViolations, chromiumMissing, launchChromium } from './browser.ts';
+import { a11yViolations, axeSource, chromiumMissing, launchChromium } from './browser.ts';
 import { seedProducts } from './products-fixture.ts';
 
 const missing = chromiumMissing();
@@ -57,6 +57,7 @@ const OWNERS_AND_ADMINS = [
   'rotate a secret',
   'disable a destination',
   'remove a destination',
+  'rotate the inbound secret',
   'remove a member',
   'audit log',
 ];
@@ -143,7 +144,7 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
         displayName: 'USDC Core',
         environment: 'live',
         status: 'active',
-        days: 366,
+        days: 120,
       },
       {
         slug: 'acme-usdc-plus',
@@ -269,9 +270,14 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
     );
     const delivery = rows[0]!.id;
 
-    // Inbound: the secret, an event with a long idempotency key, and a submitted deposit linked
-    // to its lifecycle event.
+    // Inbound: the secret (rotated, the old one still verifying for an hour), an event with a
+    // long idempotency key, and a submitted deposit linked to its lifecycle event.
     await setInboundSecret(t.db, box, OPERATOR, { partnerId: partner.id, environment: 'live' });
+    await setInboundSecret(t.db, box, OPERATOR, {
+      partnerId: partner.id,
+      environment: 'live',
+      graceMs: 3_600_000,
+    });
     const inbound = createInboundEventsRepo(t.db);
     const store = (key: string, eventType: string, data: object, txHash?: string) =>
       inbound.store({
@@ -313,6 +319,7 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
       { label: 'disable a destination', path: `${hook}/disable` },
       { label: 'remove a destination', path: `${hook}/remove` },
       { shot: 'inbound', label: 'inbound', path: `${L}/webhooks/inbound` },
+      { label: 'rotate the inbound secret', path: `${L}/webhooks/inbound/secret/rotate` },
       { shot: 'event', label: 'a lifecycle event', path: `${L}/webhooks/events/${confirmed.id}` },
       { shot: 'embed', label: 'embed', path: `${L}/embed` },
       { shot: 'team', label: 'team', path: `${L}/team` },
@@ -371,6 +378,8 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
 
   async function signedInPage(role: MemberRole): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // axe in every page from the start, sent to the browser once rather than with each page.
+    await context.addInitScript({ content: axeSource });
     const page = await context.newPage();
     await page.goto(await issueSignInUrl(t.db, portal, members.get(role)!.id));
     await page.getByRole('button', { name: 'Continue' }).click();

@@ -108,8 +108,8 @@ export function page(frame: PageFrame): Html {
       <button type="submit" class="link-button">Sign out</button>
     </form>
   </div>
+  ${env === 'test' ? html`<div class="test-banner" role="note">You are viewing <strong>test</strong> data. Keys here start with <code>svc_test_</code> and see only sandbox products. <a href="${here(other)}">Switch to live</a></div>` : ''}
 </header>
-${env === 'test' ? html`<div class="test-banner" role="note">You are viewing <strong>test</strong> data. Keys here start with <code>svc_test_</code> and see only sandbox products. <a href="${here(other)}">Switch to live</a></div>` : ''}
 <main id="main" tabindex="-1">
   <h1>${frame.title}</h1>
   ${errorSummary(frame.errors)}

@@ -203,6 +203,8 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
       );
     }
     request.portal = { member, sessionId: id };
+    // No route matched: the not-found page, which any member may see (no route, no requirement).
+    if (request.is404) return;
     enforce(request, member);
   });
 

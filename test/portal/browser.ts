@@ -37,7 +37,7 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
-const axeSource = readFileSync(
+export const axeSource = readFileSync(
   createRequire(import.meta.url).resolve('axe-core/axe.min.js'),
   'utf8',
 );
@@ -50,20 +50,32 @@ export interface AxeViolation {
 }
 
 /**
- * Runs axe-core in the page (WCAG 2.x A and AA rules) and returns the serious and critical
- * violations. Evaluated through the DevTools protocol, so the page's CSP does not apply to it.
+ * Runs axe-core in the page (WCAG 2.x A and AA rules and axe's best practices) and returns its
+ * violations of the given impacts (all of them unless said), one line each. Evaluated through the
+ * DevTools protocol, so the page's CSP does not apply to it.
  */
-export async function seriousA11yViolations(page: Page): Promise<string[]> {
+export async function a11yViolations(
+  page: Page,
+  impacts: readonly string[] = ['minor', 'moderate', 'serious', 'critical'],
+): Promise<string[]> {
   if (!(await page.evaluate("'axe' in window"))) await page.evaluate(axeSource);
   // A string, evaluated in the page: the test program has no DOM types.
   const violations = (await page.evaluate(
-    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice'] } })
+    `axe.run(document, {
+       runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice'] },
+       resultTypes: ['violations'],
+     })
        .then((r) => r.violations)`,
   )) as AxeViolation[];
   return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .filter((v) => impacts.includes(v.impact ?? ''))
     .map(
       (v) =>
         `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(', ')}`,
     );
+}
+
+/** The serious and critical violations (a11yViolations). */
+export function seriousA11yViolations(page: Page): Promise<string[]> {
+  return a11yViolations(page, ['serious', 'critical']);
 }

@@ -232,8 +232,13 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     await page.getByText('No inbound events yet').waitFor();
     await page.getByRole('button', { name: 'Create the inbound secret' }).click();
     const first = (await page.getByLabel('Signing secret', { exact: true }).textContent())!.trim();
+    // Rotating asks how long the old secret keeps verifying: none, here.
+    await page.getByRole('link', { name: 'Back to inbound webhooks' }).click();
+    await page.getByRole('link', { name: 'Rotate the inbound secret' }).click();
+    await page.getByRole('heading', { name: 'Rotate the inbound secret', level: 1 }).waitFor();
+    await page.getByLabel(/^None: requests signed with the old secret are refused/).check();
     await page.getByRole('button', { name: 'Rotate the inbound secret' }).click();
-    // The rotated page replaces the first one (an htmx swap): wait for the new secret.
+    // The rotated page replaces the confirmation (an htmx swap): wait for the new secret.
     const shown = () => page.getByLabel('Signing secret', { exact: true }).textContent();
     await expect.poll(async () => (await shown())?.trim(), { timeout: 30_000 }).not.toBe(first);
     const secret = (await shown())!.trim();

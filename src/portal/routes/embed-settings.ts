@@ -86,11 +86,11 @@ export function embedSettingsRoutes(
 ${
   s.allowedOrigins.length === 0
     ? html`<div class="empty"><strong>No origins yet</strong>No page can frame your ${env} embed. ${manage ? 'Add the origin of the page that will show it.' : 'Ask an owner or admin to add one.'}</div>`
-    : html`<table aria-labelledby="origins-heading">
+    : html`<table class="stack" aria-labelledby="origins-heading">
   <thead><tr><th scope="col">Origin</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
   <tbody>${s.allowedOrigins.map(
     (o) => html`<tr>
-    <td><code>${o}</code></td>
+    <td data-label="Origin"><code>${o}</code></td>
     <td class="actions">${
       manage
         ? html`<form method="post" action="${here}/origins/remove">

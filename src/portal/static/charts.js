@@ -214,14 +214,24 @@
   const els = [...document.querySelectorAll('[data-chart]')];
   const plots = els.map(draw);
   window.portalCharts = { data, plots, drawnAt: performance.now() };
+  // Each chart keeps to its box's width (a phone turned, a window resized, a scrollbar shown).
+  const fit = () => {
+    for (const [i, el] of els.entries()) {
+      const u = plots[i];
+      if (u && u.width !== el.clientWidth) u.setSize({ width: el.clientWidth, height: 240 });
+    }
+  };
   let pending;
-  window.addEventListener('resize', () => {
+  const later = () => {
     clearTimeout(pending);
-    pending = setTimeout(() => {
-      for (const [i, el] of els.entries())
-        plots[i]?.setSize({ width: el.clientWidth, height: 240 });
-    }, 100);
-  });
+    pending = setTimeout(fit, 100);
+  };
+  if (typeof ResizeObserver === 'function') {
+    const seen = new ResizeObserver(later);
+    for (const el of els) seen.observe(el);
+  } else {
+    window.addEventListener('resize', later);
+  }
 })();
 
 /** The compact form back to the API's columns (the inverse of encodeChartData in chart-data.ts). */

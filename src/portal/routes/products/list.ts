@@ -23,12 +23,12 @@ export function productsListRoutes(ctx: PortalContext): FastifyPluginAsync {
           const apys = shownApys(s);
           anyEstimate ||= apys.estimated;
           return html`<tr>
-  <th scope="row"><a href="${base()}/${env}/products/${p.slug}" hx-boost="false">${p.displayName}</a><br><span class="hint"><code>${p.slug}</code></span></th>
-  <td>${STATUS_LABEL[p.status]}</td>
-  <td class="num">${apys.net}</td>
-  <td class="num">${apys.underlying}</td>
-  <td class="num">${s ? money(s.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</td>
-  <td>${badge(healthOf(p, s, now))}</td>
+  <th scope="row" data-label="Product"><a href="${base()}/${env}/products/${p.slug}" hx-boost="false">${p.displayName}</a><br><span class="hint"><code>${p.slug}</code></span></th>
+  <td data-label="Status">${STATUS_LABEL[p.status]}</td>
+  <td data-label="Net APY" class="num">${apys.net}</td>
+  <td data-label="Underlying APY" class="num">${apys.underlying}</td>
+  <td data-label="TVL" class="num">${s ? money(s.engineTotalAssets, p.assetDecimals, p.assetSymbol) : '—'}</td>
+  <td data-label="Health">${badge(healthOf(p, s, now))}</td>
 </tr>`;
         });
         return sendPage(
@@ -44,7 +44,7 @@ export function productsListRoutes(ctx: PortalContext): FastifyPluginAsync {
 ${
   list.length === 0
     ? html`<div class="empty"><strong>No ${env} products yet</strong>We set products up with you; they appear here once provisioned.</div>`
-    : html`<table>
+    : html`<table class="stack">
   <caption class="visually-hidden">${env} products</caption>
   <thead><tr><th scope="col">Product</th><th scope="col">Status</th><th scope="col" class="num">Net APY</th><th scope="col" class="num">Underlying APY</th><th scope="col" class="num">TVL</th><th scope="col">Health</th></tr></thead>
   <tbody>${rows}</tbody>

@@ -88,11 +88,11 @@ export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugin
 ${
   recent.length === 0
     ? html`<div class="empty"><strong>No inbound events yet</strong>Events you send appear here with their idempotency keys.</div>`
-    : html`<table class="inbound-events"><caption class="visually-hidden">The ${recent.length} most recent inbound events, newest first</caption>
+    : html`<table class="stack inbound-events"><caption class="visually-hidden">The ${recent.length} most recent inbound events, newest first</caption>
   <thead><tr><th scope="col">Received</th><th scope="col">Type</th><th scope="col">Idempotency key</th><th scope="col">Repeats of the key</th><th scope="col">Transaction</th><th scope="col">Matched lifecycle event</th></tr></thead>
   <tbody>${recent.map(
     (e) =>
-      html`<tr><td>${time(e.receivedAt)}</td><td><code>${e.eventType}</code></td><td><code class="long-id">${e.idempotencyKey}</code></td><td>${repeats(e)}</td><td>${e.txHash ? html`<code title="${e.txHash}">${e.txHash.slice(0, 10)}…</code>` : '—'}</td><td>${e.linkedEventId ? eventLink(env, e.linkedEventId) : e.txHash ? 'Not yet seen on chain' : '—'}</td></tr>`,
+      html`<tr><td data-label="Received">${time(e.receivedAt)}</td><td data-label="Type" class="nowrap"><code>${e.eventType}</code></td><td data-label="Idempotency key"><code class="long-id">${e.idempotencyKey}</code></td><td data-label="Repeats of the key">${repeats(e)}</td><td data-label="Transaction" class="nowrap">${e.txHash ? html`<code title="${e.txHash}">${e.txHash.slice(0, 10)}…</code>` : '—'}</td><td data-label="Matched lifecycle event">${e.linkedEventId ? eventLink(env, e.linkedEventId) : e.txHash ? 'Not yet seen on chain' : '—'}</td></tr>`,
   )}</tbody></table>
 <p class="hint">A repeated request with the same idempotency key and the same body is a <strong>duplicate</strong>: answered with the original event (<code>duplicate: true</code>) and not stored again. The same key with another body is a <strong>conflict</strong>, refused with <code>409 idempotency_conflict</code>. Both are counted on the original event${anyRepeat ? '' : '; none so far'}. A submitted deposit or redeem links to the lifecycle event of its transaction once we see it on chain.</p>`
 }`,
@@ -183,11 +183,11 @@ ${
 ${
   sent.length === 0
     ? html`<p>None: no destination of yours takes this event type, or there was none when it happened.</p>`
-    : html`<table><caption class="visually-hidden">Deliveries of this event</caption>
+    : html`<table class="stack"><caption class="visually-hidden">Deliveries of this event</caption>
   <thead><tr><th scope="col">Destination</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Details</th></tr></thead>
   <tbody>${sent.map(
     (d) =>
-      html`<tr><td><a href="${base()}/${env}/webhooks/${d.destinationId}"><code>${d.destinationId}</code></a></td><td>${d.status}</td><td>${time(d.createdAt)}</td><td><a href="${base()}/${env}/webhooks/${d.destinationId}/deliveries/${d.id}" aria-label="Details of delivery ${d.id}">Details</a></td></tr>`,
+      html`<tr><td data-label="Destination"><a href="${base()}/${env}/webhooks/${d.destinationId}"><code>${d.destinationId}</code></a></td><td data-label="Status">${d.status}</td><td data-label="Created">${time(d.createdAt)}</td><td data-label="Details"><a href="${base()}/${env}/webhooks/${d.destinationId}/deliveries/${d.id}" aria-label="Details of delivery ${d.id}">Details</a></td></tr>`,
   )}</tbody></table>`
 }
 <h2>Payload</h2>

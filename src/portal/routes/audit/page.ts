@@ -5,12 +5,24 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { type PortalContext, sendPage, signedIn } from '../../context.ts';
-import { html } from '../../html.ts';
+import { type Html, html } from '../../html.ts';
 import { page, time } from '../../layout.ts';
 import { ACTION_LABEL, type AuditQuery, auditQueryString, parseAuditQuery } from './filter.ts';
 
 /** Entries on a page of the log. */
 export const AUDIT_PAGE = 50;
+
+/** The actions' options, with one selected: the same few strings for every page, made once. */
+const optionsBySelected = new Map<string, Html>();
+function actionOptions(selected: string): Html {
+  let options = optionsBySelected.get(selected);
+  if (!options) {
+    options = html`<option value="">Anything</option>${Object.entries(ACTION_LABEL).map(([a, label]) => html`<option value="${a}" ${selected === a ? 'selected' : ''}>${label}</option>`)}`;
+    // Only known actions reach here (the filter refuses others): at most 23 entries.
+    optionsBySelected.set(selected, options);
+  }
+  return options;
+}
 
 export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
   return async (app) => {
@@ -24,12 +36,23 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
         // One more than a page: whether there is an older one. JSON keys: nothing of one filter
         // can reach another's entry.
         const key = `audit:${member.partnerId}:${JSON.stringify(filter)}`;
-        const { entries, actors } = await ctx.teamPages.get(key, async () => ({
-          entries: await ctx.audit.list(member.partnerId, { ...filter, limit: AUDIT_PAGE + 1 }),
-          actors: await ctx.audit.actors(member.partnerId),
-        }));
-        const shown = entries.slice(0, AUDIT_PAGE);
-        const older = entries.length > AUDIT_PAGE ? shown.at(-1)!.id : undefined;
+        // The rows are rendered once per read (they depend on nothing of the member's session).
+        const { shown, rows, older, actors } = await ctx.teamPages.get(key, async () => {
+          const entries = await ctx.audit.list(member.partnerId, {
+            ...filter,
+            limit: AUDIT_PAGE + 1,
+          });
+          const shown = entries.slice(0, AUDIT_PAGE);
+          return {
+            shown: shown.length,
+            rows: html`${shown.map(
+              (e) =>
+                html`<tr><td data-label="When">${time(e.createdAt)}</td><td data-label="Who">${e.actor}</td><td data-label="What">${ACTION_LABEL[e.action] ?? e.action}</td><td data-label="Env">${e.environment ?? '—'}</td><td data-label="Details"><code class="wrap">${e.target ?? ''}</code></td><td data-label="From">${e.ip ?? '—'}</td></tr>`,
+            )}`,
+            older: entries.length > AUDIT_PAGE ? shown.at(-1)!.id : undefined,
+            actors: await ctx.audit.actors(member.partnerId),
+          };
+        });
         const filtered = Boolean(form.who || form.what || form.from || form.to);
         return sendPage(
           reply,
@@ -43,22 +66,19 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
             body: html`<p class="lead">Every change made in your team's portal, and by our operators for your team, newest first. Both environments.</p>
 <form method="get" action="${here}" class="inline filters" aria-label="Filter the audit log">
   <div class="field"><label for="f-who">Who</label><select id="f-who" name="who"><option value="">Anyone</option>${actors.map((a) => html`<option value="${a}" ${form.who === a ? 'selected' : ''}>${a}</option>`)}</select></div>
-  <div class="field"><label for="f-what">What</label><select id="f-what" name="what"><option value="">Anything</option>${Object.entries(ACTION_LABEL).map(([a, label]) => html`<option value="${a}" ${form.what === a ? 'selected' : ''}>${label}</option>`)}</select></div>
+  <div class="field"><label for="f-what">What</label><select id="f-what" name="what">${actionOptions(form.what)}</select></div>
   <div class="field"><label for="f-from">From (UTC day)</label><input type="date" id="f-from" name="from" value="${form.from}"></div>
   <div class="field"><label for="f-to">To (UTC day)</label><input type="date" id="f-to" name="to" value="${form.to}"></div>
   <div class="field"><button type="submit" class="secondary">Filter</button></div>
 </form>
 <p><a href="${here}.csv${auditQueryString(form)}" download>Download ${filtered ? 'these entries' : 'the whole log'} as CSV</a></p>
 ${
-  shown.length === 0
+  shown === 0
     ? html`<div class="empty"><strong>${filtered ? 'No entries match these filters' : 'Nothing yet'}</strong>${filtered ? html`<a href="${here}">Show everything</a>` : 'Sign-ins and changes to keys and the team appear here.'}</div>`
     : html`<table class="stack audit">
   <caption class="visually-hidden">Audit log</caption>
   <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Env</th><th scope="col">Details</th><th scope="col">From</th></tr></thead>
-  <tbody>${shown.map(
-    (e) =>
-      html`<tr><td data-label="When">${time(e.createdAt)}</td><td data-label="Who">${e.actor}</td><td data-label="What">${ACTION_LABEL[e.action] ?? e.action}</td><td data-label="Env">${e.environment ?? '—'}</td><td data-label="Details"><code class="wrap">${e.target ?? ''}</code></td><td data-label="From">${e.ip ?? '—'}</td></tr>`,
-  )}</tbody>
+  <tbody>${rows}</tbody>
 </table>`
 }
 ${

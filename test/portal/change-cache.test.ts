@@ -83,7 +83,7 @@ describe.each(storageEngines())('webhook pages after a change, on %s', (engine) 
     // with the health figures and the list's badge following.
     expect((await owner.post(`${here}/ping`)).status).toBe(303);
     page = await owner.get(here);
-    expect(text(page.body)).toMatch(/ping\s+Pending\s+0/);
+    expect(text(page.body)).toMatch(/ping\s+Pending\s+sending now\s+0/);
     expect(await dispatch(true)).toBe(1);
     page = await owner.get(here);
     expect(text(page.body)).toMatch(/ping\s+Delivered\s+1\s+HTTP 200/);

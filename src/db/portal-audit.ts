@@ -129,15 +129,6 @@ export function createPortalAuditRepo(db: Queryable) {
         createdAt: r.created_at,
       }));
     },
-
-    /** Who appears in a partner's log (for the filter), sorted. */
-    async actors(partnerId: string): Promise<string[]> {
-      const { rows } = await db.query<{ actor: string }>(
-        'SELECT DISTINCT actor FROM portal_audit_log WHERE partner_id = $1 ORDER BY actor',
-        [partnerId],
-      );
-      return rows.map((r) => r.actor);
-    },
   };
 }
 

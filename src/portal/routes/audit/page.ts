@@ -37,7 +37,7 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
         // can reach another's entry.
         const key = `audit:${member.partnerId}:${JSON.stringify(filter)}`;
         // The rows are rendered once per read (they depend on nothing of the member's session).
-        const { shown, rows, older, actors } = await ctx.teamPages.get(key, async () => {
+        const { shown, rows, older } = await ctx.teamPages.get(key, async () => {
           const entries = await ctx.audit.list(member.partnerId, {
             ...filter,
             limit: AUDIT_PAGE + 1,
@@ -50,7 +50,6 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
                 html`<tr><td data-label="When">${time(e.createdAt)}</td><td data-label="Who">${e.actor}</td><td data-label="What">${ACTION_LABEL[e.action] ?? e.action}</td><td data-label="Env">${e.environment ?? '—'}</td><td data-label="Details"><code class="wrap">${e.target ?? ''}</code></td><td data-label="From">${e.ip ?? '—'}</td></tr>`,
             )}`,
             older: entries.length > AUDIT_PAGE ? shown.at(-1)!.id : undefined,
-            actors: await ctx.audit.actors(member.partnerId),
           };
         });
         const filtered = Boolean(form.who || form.what || form.from || form.to);
@@ -65,7 +64,7 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
             section: 'audit',
             body: html`<p class="lead">Every change made in your team's portal, and by our operators for your team, newest first. Both environments.</p>
 <form method="get" action="${here}" class="inline filters" aria-label="Filter the audit log">
-  <div class="field"><label for="f-who">Who</label><select id="f-who" name="who"><option value="">Anyone</option>${actors.map((a) => html`<option value="${a}" ${form.who === a ? 'selected' : ''}>${a}</option>`)}</select></div>
+  <div class="field"><label for="f-who">Who</label><input type="text" id="f-who" name="who" value="${form.who}" placeholder="an email, or operator" aria-describedby="f-who-hint"><p class="hint" id="f-who-hint">A member’s email, or <code>operator</code>; empty: anyone.</p></div>
   <div class="field"><label for="f-what">What</label><select id="f-what" name="what">${actionOptions(form.what)}</select></div>
   <div class="field"><label for="f-from">From (UTC day)</label><input type="date" id="f-from" name="from" value="${form.from}"></div>
   <div class="field"><label for="f-to">To (UTC day)</label><input type="date" id="f-to" name="to" value="${form.to}"></div>

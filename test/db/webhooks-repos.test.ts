@@ -421,7 +421,11 @@ describe.each(storageEngines())('webhook repositories on %s', (engine) => {
     const { db, acme, bravo } = await setup();
     const secrets = createInboundSecretsRepo(db, box);
     const first = await secrets.set(acme, 'live');
-    expect(first).toEqual({ secret: expect.stringMatching(/^whsec_/), rotated: false });
+    expect(first).toEqual({
+      secret: expect.stringMatching(/^whsec_/),
+      rotated: false,
+      previousExpiresAt: null,
+    });
     expect(await secrets.get(acme, 'live')).toBe(first.secret);
     expect(await secrets.get(acme, 'test')).toBeUndefined();
 
@@ -429,6 +433,18 @@ describe.each(storageEngines())('webhook repositories on %s', (engine) => {
     expect(second.rotated).toBe(true);
     expect(second.secret).not.toBe(first.secret);
     expect(await secrets.get(acme, 'live')).toBe(second.secret);
+    // Without a grace period the replaced secret no longer verifies; with one, it does until then.
+    expect(await secrets.keys(acme, 'live')).toEqual({
+      current: second.secret,
+      previous: undefined,
+    });
+    const third = await secrets.set(acme, 'live', { graceMs: 60_000 });
+    expect(third.previousExpiresAt).toBeInstanceOf(Date);
+    expect(await secrets.keys(acme, 'live')).toEqual({
+      current: third.secret,
+      previous: { secret: second.secret, expiresAt: third.previousExpiresAt },
+    });
+    await expect(secrets.set(acme, 'live', { graceMs: -1 })).rejects.toThrow(RangeError);
     await secrets.set(bravo, 'test');
 
     const listed = await secrets.list();
@@ -439,8 +455,10 @@ describe.each(storageEngines())('webhook repositories on %s', (engine) => {
       ].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
     );
     const acmeLive = (await secrets.list(acme))[0]!;
-    expect(acmeLive.fingerprint).toBe(secretFingerprint(second.secret));
+    expect(acmeLive.fingerprint).toBe(secretFingerprint(third.secret));
+    expect(acmeLive.previous?.fingerprint).toBe(secretFingerprint(second.secret));
     expect(acmeLive.rotatedAt).toBeInstanceOf(Date);
+    expect(JSON.stringify(listed)).not.toContain(third.secret);
     expect(JSON.stringify(listed)).not.toContain(second.secret);
 
     await expect(createInboundSecretsRepo(db, otherBox).get(acme, 'live')).rejects.toThrow(

@@ -172,10 +172,12 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('button', { name: 'Send invitation' }).click();
     await page.getByText('Invitation sent to dev@acme.example.').waitFor();
     await check(page, 'team');
-    await page.getByRole('link', { name: 'Remove dev@acme.example' }).click();
-    await page.getByRole('heading', { name: 'Remove a member' }).waitFor();
+    // Not yet signed in: an invitation, which may be resent or cancelled (after a confirmation).
+    await page.getByRole('cell', { name: /Invited/ }).first().waitFor();
+    await page.getByRole('link', { name: 'Cancel the invitation of dev@acme.example' }).click();
+    await page.getByRole('heading', { name: 'Cancel an invitation' }).waitFor();
     await check(page, 'team-remove');
-    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.getByRole('link', { name: 'Cancel', exact: true }).click();
     await page
       .getByRole('navigation', { name: 'Sections' })
       .getByRole('link', { name: 'Audit log' })

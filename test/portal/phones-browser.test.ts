@@ -387,9 +387,9 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
     return page;
   }
 
-  // The roles run side by side, a browser context each: a page waits on the server, then on
-  // the browser, so the roles' pages overlap.
-  describe.concurrent('as each role', () => {
+  // One role after another: side by side they took both cores for a minute, and the suites that
+  // ran beside them in CI (the fault suite's convergence waits) starved.
+  describe('as each role', () => {
     for (const role of ROLES) {
       it(`fits every page at 375 and 1,280 px with no axe violation, as ${role === 'admin' ? 'an' : 'a'} ${role}`, async ({
         expect,
@@ -433,7 +433,7 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
         // the team, and the audit log, are for owners and admins.
         const refused = [...statuses].filter(([, s]) => s === 403).map(([label]) => label);
         expect(refused).toEqual(role === 'owner' || role === 'admin' ? [] : OWNERS_AND_ADMINS);
-      });
+      }, 180_000);
     }
   });
 

@@ -123,15 +123,25 @@ async function main() {
       account: mnemonicToAccount(DEV_MNEMONIC, { addressIndex: 0 }),
       transport: http(creds.rpc_url),
     });
-    await publicClient.waitForTransactionReceipt({
-      hash: await minter.writeContract({
+    // The local service sends its own transactions from that account too: a nonce it took between
+    // our read of the nonce and our send is retried with the next one.
+    const mint = () =>
+      minter.writeContract({
         chain: null,
         address: product.asset_address as `0x${string}`,
         abi: parseAbi(['function mint(address to, uint256 amount)']),
         functionName: 'mint',
         args: [user.address, assets],
-      }),
-    });
+      });
+    let mintHash: `0x${string}` | undefined;
+    for (let attempt = 1; !mintHash; attempt++) {
+      try {
+        mintHash = await mint();
+      } catch (err) {
+        if (attempt >= 5 || !/nonce/i.test(String(err))) throw err;
+      }
+    }
+    await publicClient.waitForTransactionReceipt({ hash: mintHash });
 
     // 4. The deposit, built by the SDK: approve when the allowance is short, then deposit.
     const engine = createEngineHelpers(product, publicClient);

@@ -173,7 +173,10 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
     await page.getByText('Invitation sent to dev@acme.example.').waitFor();
     await check(page, 'team');
     // Not yet signed in: an invitation, which may be resent or cancelled (after a confirmation).
-    await page.getByRole('cell', { name: /Invited/ }).first().waitFor();
+    await page
+      .getByRole('cell', { name: /Invited/ })
+      .first()
+      .waitFor();
     await page.getByRole('link', { name: 'Cancel the invitation of dev@acme.example' }).click();
     await page.getByRole('heading', { name: 'Cancel an invitation' }).waitFor();
     await check(page, 'team-remove');

@@ -68,7 +68,7 @@ describe('embed command', () => {
     try {
       const { rows } = await db.query<{ actor: string; action: string; target: string }>(
         `SELECT actor, action, target FROM portal_audit_log WHERE environment = 'live'
-         ORDER BY created_at, id`,
+         ORDER BY created_at, action, target`,
       );
       expect(rows).toEqual([
         { actor: 'operator', action: 'embed.origin_added', target: 'http://localhost:5173' },

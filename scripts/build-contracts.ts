@@ -7,15 +7,16 @@
  *   npm run build:contracts -- --check  exit 1 if the committed files differ from a fresh build
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getContractAddress, pad } from 'viem';
+import { toolRequire } from './tools.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const contractsDir = path.join(root, 'contracts');
 const outDir = path.join(root, 'src/chain/generated');
-const require = createRequire(import.meta.url);
+// solc and the OpenZeppelin sources are maintainers' tools, installed on demand in tools/.
+const require = toolRequire();
 
 /** Contracts the service and the local chain deploy; others (interfaces, libraries) are skipped. */
 export const CONTRACTS = [

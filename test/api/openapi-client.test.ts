@@ -10,8 +10,9 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import openapiTS, { astToString } from 'openapi-typescript';
+import type * as OpenapiTypescript from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importTool, toolRequire } from '../../scripts/tools.mjs';
 import type { buildApp } from '../../src/server/app.ts';
 import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -175,6 +176,9 @@ describe('a client generated from the served document', { timeout: 180_000 }, ()
   });
 
   it('type-checks with openapi-typescript and openapi-fetch', async () => {
+    // The partner's toolchain (openapi-typescript, tsc) comes from tools/, installed on demand.
+    const { default: openapiTS, astToString } =
+      await importTool<typeof OpenapiTypescript>('openapi-typescript');
     const ast = await openapiTS(structuredClone(doc) as never);
     writeFileSync(path.join(dir, 'schema.ts'), astToString(ast));
     writeFileSync(path.join(dir, 'consumer.ts'), CONSUMER + generatedCalls(doc, CONSUMER));
@@ -195,7 +199,7 @@ describe('a client generated from the served document', { timeout: 180_000 }, ()
       }),
     );
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-    const tsc = path.join(ROOT, 'node_modules/typescript/bin/tsc');
+    const tsc = toolRequire().resolve('typescript/bin/tsc');
     const result = await run(process.execPath, [tsc, '-p', dir], { cwd: dir }).then(
       () => ({ code: 0, out: '' }),
       (err: { code?: number; stdout?: string }) => ({ code: err.code ?? 1, out: err.stdout ?? '' }),

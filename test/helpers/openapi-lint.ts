@@ -5,10 +5,11 @@
  * run in process on the document as served. Exceptions are the rules turned off in
  * `openapi-lint-exceptions.ts`, each with its written reason.
  */
-import { createConfig, lintFromString } from '@redocly/openapi-core';
-import spectralCore from '@stoplight/spectral-core';
-import spectralParsers from '@stoplight/spectral-parsers';
-import { oas } from '@stoplight/spectral-rulesets';
+import type * as RedoclyCore from '@redocly/openapi-core';
+import type * as SpectralCore from '@stoplight/spectral-core';
+import type * as SpectralParsers from '@stoplight/spectral-parsers';
+import type * as SpectralRulesets from '@stoplight/spectral-rulesets';
+import { importTool } from '../../scripts/tools.mjs';
 import { REDOCLY_EXCEPTIONS, SPECTRAL_EXCEPTIONS } from './openapi-lint-exceptions.ts';
 
 export interface LintFinding {
@@ -31,6 +32,16 @@ export async function lintOpenApi(
   const withExceptions = options.withExceptions ?? true;
   const source = JSON.stringify(doc, null, 2);
   const findings: LintFinding[] = [];
+  // The linters are maintainers' tools, installed on demand in tools/ (scripts/tools.mjs).
+  const { createConfig, lintFromString } =
+    await importTool<typeof RedoclyCore>('@redocly/openapi-core');
+  const spectralCore = (
+    await importTool<{ default: typeof SpectralCore }>('@stoplight/spectral-core')
+  ).default;
+  const spectralParsers = (
+    await importTool<{ default: typeof SpectralParsers }>('@stoplight/spectral-parsers')
+  ).default;
+  const { oas } = await importTool<typeof SpectralRulesets>('@stoplight/spectral-rulesets');
 
   const redoclyRules = withExceptions
     ? Object.fromEntries(Object.keys(REDOCLY_EXCEPTIONS).map((rule) => [rule, 'off' as const]))

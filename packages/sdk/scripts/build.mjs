@@ -9,14 +9,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { toolRequire } from '../../../scripts/tools.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const dist = path.join(root, 'dist');
-const require = createRequire(import.meta.url);
+// TypeScript is a maintainers' tool, installed on demand in tools/ (scripts/tools.mjs).
+const require = toolRequire();
 const tsc = require.resolve('typescript/bin/tsc');
 const run = (args) =>
   execFileSync(process.execPath, [tsc, ...args], { cwd: root, stdio: 'inherit' });

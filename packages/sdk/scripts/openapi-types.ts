@@ -7,7 +7,8 @@
  * it, and test/generated-types.test.ts fails when it no longer matches the document.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import openapiTS, { astToString } from 'openapi-typescript';
+import type * as OpenapiTypescript from 'openapi-typescript';
+import { importTool } from '../../../scripts/tools.mjs';
 import type { Database } from '../../../src/db/client.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { buildApp } from '../../../src/server/app.ts';
@@ -55,6 +56,9 @@ export async function serviceDocument(): Promise<Record<string, unknown>> {
 
 export async function renderTypes(document: Record<string, unknown>): Promise<string> {
   // openapi-typescript mutates what it reads: give it a copy.
+  // openapi-typescript is a maintainers' tool, installed on demand in tools/ (scripts/tools.mjs).
+  const { default: openapiTS, astToString } =
+    await importTool<typeof OpenapiTypescript>('openapi-typescript');
   const ast = await openapiTS(structuredClone(document) as never, {
     alphabetize: true,
     exportType: true,

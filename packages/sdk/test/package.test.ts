@@ -18,7 +18,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolRequire } from '../../../scripts/tools.mjs';
 import { createApiKeysRepo } from '../../../src/db/api-keys.ts';
 import { createInboundEventsRepo } from '../../../src/db/inbound-events.ts';
 import { createInboundSecretsRepo } from '../../../src/db/inbound-secrets.ts';
@@ -42,7 +42,7 @@ import { findRuntime } from './runtimes/binaries.ts';
 const pkgDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const repoModules = path.join(pkgDir, '..', '..', 'node_modules');
 const execFileAsync = promisify(execFile);
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const tsc = toolRequire().resolve('typescript/bin/tsc');
 
 let consumer: string;
 let buildOutput: string;

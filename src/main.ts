@@ -295,7 +295,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           await Promise.race([worker?.stop(), cutting]);
           await Promise.race([sender.close(), cutting]);
           mailer.close();
-          await runtime?.stop();
+          // The demo's chain keeps the states of past blocks only while its history is still to be
+          // computed (the metrics read each past day's boundary); then the save stays small.
+          await runtime?.stop({ historicalStates: demoState !== 'ready' });
           await metrics?.close();
           unregisterCollectors?.();
           // QUIT on a connection that is already closed rejects ("Connection is closed."): nothing

@@ -3,9 +3,11 @@
  * process (the README's `npm start &`, then `kill %1`) reaches the service, which stops its local
  * chain, within the shutdown timeout; no process of the service or its chain is left behind. The
  * script `exec`s node, so no shell sits between npm (which forwards the signal) and the service.
+ * A terminal's Ctrl-C (SIGINT to the whole process group, anvil included) once the demo is ready:
+ * the service still saves the chain (anvil has its own group), without the states of past blocks.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,4 +101,71 @@ describe('npm start', { timeout: 180_000 }, () => {
       expect(out).not.toMatch(/"level":(50|60)/);
     },
   );
+
+  it('Ctrl-C after the demo is ready saves the chain without its past states, and it reloads', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'pys-npm-start-'));
+    dirs.push(dir);
+    const run = () => {
+      // Its own process group, as a terminal gives it; the group is then signalled as Ctrl-C does.
+      const npm = spawn('npm', ['start', '--silent'], {
+        cwd: ROOT,
+        detached: true,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          DATA_DIR: dir,
+          PORT: '0',
+          LOCAL_CHAIN_PORT: '0',
+          LOCAL_CHAIN_DAYS: '2',
+          LOG_LEVEL: 'warn',
+          SHUTDOWN_TIMEOUT_MS: '10000',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      npm.stdout.on('data', (d) => {
+        out += d;
+      });
+      npm.stderr.on('data', (d) => {
+        out += d;
+      });
+      return { npm, out: () => out };
+    };
+    const first = run();
+    await waitFor(
+      () => (first.out().includes('Demo ready') ? true : undefined),
+      150_000,
+      'the demo',
+    );
+    const started = descendants(first.npm.pid!);
+    const exited = new Promise<void>((r) => first.npm.once('exit', () => r()));
+    process.kill(-first.npm.pid!, 'SIGINT');
+    await exited;
+    await waitFor(
+      () => (started.every((pid) => !alive(pid)) ? true : undefined),
+      12_000,
+      'every process to stop',
+    );
+    expect(first.out()).not.toMatch(/"level":(50|60)/);
+    const chain = path.join(dir, 'chain');
+    expect(existsSync(path.join(chain, 'anvil-state.json'))).toBe(true);
+    const deployment = JSON.parse(readFileSync(path.join(chain, 'deployment.json'), 'utf8'));
+    expect(deployment.stateReadableFromBlock).toBeGreaterThan(deployment.historyEndBlock);
+
+    // The saved chain reloads, and the demo is ready again without computing anything anew.
+    const second = run();
+    try {
+      await waitFor(
+        () => (second.out().includes('Demo ready') ? true : undefined),
+        120_000,
+        'the demo after the reload',
+      );
+      expect(second.out()).toContain('Local chain RPC URL');
+      expect(second.out()).not.toMatch(/"level":(50|60)/);
+    } finally {
+      const done = new Promise<void>((r) => second.npm.once('exit', () => r()));
+      process.kill(-second.npm.pid!, 'SIGINT');
+      await done;
+    }
+  });
 });

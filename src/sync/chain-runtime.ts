@@ -29,8 +29,11 @@ export interface ChainRuntime {
   clients: Map<number, ChainClient>;
   /** The embedded chain, when no CHAINS_FILE is set. */
   local?: LocalChain;
-  /** Stops what this runtime started (anvil saves its state on stop). */
-  stop(): Promise<void>;
+  /**
+   * Stops what this runtime started. The local chain saves its state; with `historicalStates:
+   * false` without the states of past blocks (src/chain/local/ensure.ts).
+   */
+  stop(options?: { historicalStates?: boolean }): Promise<void>;
 }
 
 /** Private key of the anvil dev account 0 of the default mnemonic: deployer and engine owner. */
@@ -183,9 +186,9 @@ export async function startChainRuntime(config: Config, logger: Logger): Promise
     chains: [settings],
     clients: new Map([[settings.chainId, createChainClient(settings, { multicall3 })]]),
     local,
-    async stop() {
+    async stop(options) {
       await confirmer.stop();
-      await local.stop();
+      await local.stop(options);
     },
   };
 }

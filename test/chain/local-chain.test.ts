@@ -3,7 +3,7 @@
  * statuses, logs for every engine, and determinism (two fresh builds with one seed and a fixed
  * genesis give the same addresses, logs and block hashes).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Address, decodeEventLog } from 'viem';
@@ -21,8 +21,13 @@ import {
 } from '../../src/chain/local/demo-manifest.ts';
 import type { LocalDeployment } from '../../src/chain/local/deployment.ts';
 import { ensureLocalChain } from '../../src/chain/local/ensure.ts';
+import { isStateUnavailable } from '../../src/chain/state-unavailable.ts';
+import { readUnderlyingEstimate } from '../../src/sync/metrics/underlying-estimate.ts';
 
 const dirs: string[] = [];
+/** A day in the middle of the simulated history (UTC date). */
+const midDay = (d: LocalDeployment) =>
+  new Date((d.historyStartTimestamp + 100 * 86_400) * 1000).toISOString().slice(0, 10);
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -180,8 +185,76 @@ describe('local chain', () => {
           blockNumber: mid,
         }),
       ).toBeGreaterThan(0n);
+      // The launch-day estimate reads the underlying a day back: with historical states, it has one.
+      expect(
+        await readUnderlyingEstimate(client, {
+          vault: d.vaults.sync.address,
+          day: midDay(d),
+          totalFeeBps: 1500,
+          hi: await client.getBlockNumber(),
+        }),
+      ).not.toBeNull();
     } finally {
       await reloaded.stop();
     }
-  }, 180_000);
+
+    // Saved with its historical states, as the service does while the demo's history is being
+    // computed; then without them, as it does afterwards: the write shrinks and stays bounded.
+    const stateFile = path.join(dataDir, 'chain', 'anvil-state.json');
+    const withHistory = statSync(stateFile).size;
+    const third = await ensureLocalChain({ dataDir, seed: 'demo', days: 200 });
+    const client3 = createChainClient(endpointOf(third.anvil.rpcUrl, d.chainId), LOCAL_NODE_CLIENT);
+    const core = d.engines['acme-live-usdc-core']!;
+    const headBefore = await client3.getBlockNumber();
+    const assetsAtHead = await client3.readContract({
+      address: core.address,
+      abi: yieldEngineAbi,
+      functionName: 'totalAssets',
+    });
+    const stopStarted = performance.now();
+    await third.stop({ historicalStates: false });
+    const stopSeconds = (performance.now() - stopStarted) / 1000;
+    const without = statSync(stateFile).size;
+    console.log(
+      `local chain state: ${(withHistory / 1e6).toFixed(0)} MB with historical states, ` +
+        `${(without / 1e6).toFixed(0)} MB without (saved and stopped in ${stopSeconds.toFixed(1)} s)`,
+    );
+    expect(without).toBeLessThan(withHistory / 3);
+
+    const fourth = await ensureLocalChain({ dataDir, seed: 'demo', days: 200 });
+    try {
+      expect(fourth.deployment.stateReadableFromBlock).toBe(Number(headBefore));
+      const client4 = createChainClient(
+        endpointOf(fourth.anvil.rpcUrl, d.chainId),
+        LOCAL_NODE_CLIENT,
+      );
+      // The reload mined the confirmation depth: the block the service reads at has its state.
+      const head = await client4.getBlockNumber();
+      expect(head).toBe(headBefore + 2n);
+      const read = (blockNumber?: bigint) =>
+        client4.readContract({
+          address: core.address,
+          abi: yieldEngineAbi,
+          functionName: 'totalAssets',
+          ...(blockNumber === undefined ? {} : { blockNumber }),
+        });
+      expect(await read(head - 2n)).toBe(assetsAtHead);
+      // The underlying accrues with time: the newer blocks hold at least as much.
+      expect(await read()).toBeGreaterThanOrEqual(assetsAtHead);
+      // The past before the save is gone, and says so (never a wrong figure).
+      const gone = await read(BigInt(Math.floor(d.historyEndBlock / 2))).catch((e: unknown) => e);
+      expect(isStateUnavailable(gone)).toBe(true);
+      // …and the launch-day estimate that needed it is absent rather than an error.
+      expect(
+        await readUnderlyingEstimate(client4, {
+          vault: d.vaults.sync.address,
+          day: midDay(d),
+          totalFeeBps: 1500,
+          hi: head,
+        }),
+      ).toBeNull();
+    } finally {
+      await fourth.stop();
+    }
+  }, 240_000);
 });

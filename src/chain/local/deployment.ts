@@ -78,6 +78,11 @@ export interface LocalDeployment {
    * existed (the lifecycle deploys it there).
    */
   permitRouter?: DeployedContract;
+  /**
+   * Set when the chain was last saved without its historical states (src/chain/local/anvil.ts):
+   * the first block whose state can still be read. Reads at earlier blocks fail after a reload.
+   */
+  stateReadableFromBlock?: number;
   /** How long building the chain took, for the record. */
   timings: { deploySeconds: number; simulateSeconds: number; transactions: number; blocks: number };
 }

@@ -1,11 +1,19 @@
 /**
  * The embedded chain for `npm start` and the `chain` CLI command: anvil persisting its state under
  * `<dataDir>/chain/`. The first start deploys and simulates (well under a minute); later starts load
- * the saved state (historical states included, so reads at past blocks keep working) in seconds.
- * A saved chain built from another seed or day count is rebuilt.
+ * the saved state in seconds. A saved chain built from another seed or day count is rebuilt.
+ *
+ * Historical states: the saved state holds them when its stopper asks (the service does while the
+ * demo's history is still being computed, since the metrics read every past day's boundary block),
+ * and not otherwise: a full state per block made the write grow without bound (200 days: 531 MB in
+ * 6.5 s with them, 106 MB in about 1 s without). After a reload without them, reads at earlier
+ * blocks fail, so the reload mines the confirmation depth of empty blocks at once: the block the
+ * service reads at (the head minus that depth) then has its state.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { toHex } from 'viem';
+import { LOCAL_CHAIN_DEFAULTS } from '../chains.ts';
 import { createChainClient, endpointOf, LOCAL_NODE_CLIENT } from '../client.ts';
 import { type AnvilHandle, DEFAULT_CHAIN_ID, startAnvil } from './anvil.ts';
 import { buildLocalChain, relativeGenesis } from './build.ts';
@@ -15,6 +23,7 @@ import {
   readDeployment,
   writeDeployment,
 } from './deployment.ts';
+import { createRpc } from './rpc.ts';
 
 export interface EnsureLocalChainOptions {
   dataDir: string;
@@ -34,8 +43,11 @@ export interface LocalChain {
   /** True when the saved chain was loaded rather than built. */
   reloaded: boolean;
   seconds: number;
-  /** Stops anvil, which writes the chain's state to disk. */
-  stop(): Promise<void>;
+  /**
+   * Saves the chain's state to disk and stops anvil. `historicalStates: false` (default true)
+   * saves no state of past blocks: say so when nothing will read them (see the module comment).
+   */
+  stop(options?: { historicalStates?: boolean }): Promise<void>;
 }
 
 export function chainDir(dataDir: string): string {
@@ -72,9 +84,10 @@ export async function ensureLocalChain(options: EnsureLocalChainOptions): Promis
       await anvil.stop();
       throw err;
     }
+    if (saved.stateReadableFromBlock !== undefined) await mineConfirmations(anvil);
     const deployment = { ...saved, rpcUrl: anvil.rpcUrl };
     writeDeployment(described, deployment);
-    return done(anvil, deployment, true, started);
+    return done(anvil, deployment, true, started, described);
   }
 
   rmSync(state, { force: true });
@@ -98,7 +111,7 @@ export async function ensureLocalChain(options: EnsureLocalChainOptions): Promis
         options.genesisTimestamp === undefined ? Math.floor(Date.now() / 1000) : undefined,
     });
     writeDeployment(described, deployment);
-    return done(anvil, deployment, false, started);
+    return done(anvil, deployment, false, started, described);
   } catch (err) {
     await anvil.stop();
     rmSync(state, { force: true });
@@ -111,16 +124,42 @@ function done(
   deployment: LocalDeployment,
   reloaded: boolean,
   started: number,
+  described: string,
 ): LocalChain {
   return {
     anvil,
     deployment,
     reloaded,
     seconds: Math.round((performance.now() - started) / 100) / 10,
-    stop: () => anvil.stop(),
+    async stop(options = {}) {
+      const historicalStates = options.historicalStates ?? true;
+      if (!historicalStates) {
+        // Recorded first: a state saved without its past must never be taken for one with it.
+        const head = await headBlock(anvil, deployment).catch(() => undefined);
+        if (head !== undefined) {
+          // Read again: the file may have changed since the start (e.g. a router deployed).
+          writeDeployment(described, {
+            ...readDeployment(described),
+            stateReadableFromBlock: Number(head),
+          });
+        }
+      }
+      await anvil.stop({ historicalStates });
+    },
   };
 }
 
+function headBlock(anvil: AnvilHandle, deployment: LocalDeployment): Promise<bigint> {
+  return createChainClient(
+    endpointOf(anvil.rpcUrl, deployment.chainId),
+    LOCAL_NODE_CLIENT,
+  ).getBlockNumber();
+}
+
+/** Empty blocks on top of a reload without historical states (see the module comment). */
+async function mineConfirmations(anvil: AnvilHandle): Promise<void> {
+  await createRpc(anvil.rpcUrl)('anvil_mine', [toHex(LOCAL_CHAIN_DEFAULTS.confirmationDepth)]);
+}
 /** A loaded state must hold the history the description promises. */
 async function assertLoaded(anvil: AnvilHandle, deployment: LocalDeployment): Promise<void> {
   const client = createChainClient(endpointOf(anvil.rpcUrl, deployment.chainId), LOCAL_NODE_CLIENT);

@@ -21,6 +21,7 @@
 import type { Address } from 'viem';
 import type { ChainClient } from '../../chain/client.ts';
 import { readVaultTotals, type VaultTotals } from '../../chain/read-vault-totals.ts';
+import { isStateUnavailable } from '../../chain/state-unavailable.ts';
 import { apyFromSharePrices, sharePrice } from '../../money/index.ts';
 import {
   addDays,
@@ -100,11 +101,19 @@ export async function readUnderlyingEstimate(
   ]);
   if (prevBlock === null) return null; // the chain itself starts later
   if (!args.curTotals && curBlock === null) return null;
-  const code = await client.getCode({ address: args.vault, blockNumber: prevBlock });
-  if (!code || code === '0x') return null; // the underlying was deployed after that boundary
-  const [prev, cur] = await Promise.all([
-    readVaultTotals(client, { vault: args.vault, blockNumber: prevBlock }),
-    args.curTotals ?? readVaultTotals(client, { vault: args.vault, blockNumber: curBlock! }),
-  ]);
-  return estimateFromUnderlying(prev, cur, args.totalFeeBps);
+  try {
+    const code = await client.getCode({ address: args.vault, blockNumber: prevBlock });
+    if (!code || code === '0x') return null; // the underlying was deployed after that boundary
+    const [prev, cur] = await Promise.all([
+      readVaultTotals(client, { vault: args.vault, blockNumber: prevBlock }),
+      args.curTotals ?? readVaultTotals(client, { vault: args.vault, blockNumber: curBlock! }),
+    ]);
+    return estimateFromUnderlying(prev, cur, args.totalFeeBps);
+  } catch (err) {
+    // A node that keeps no state that far back (a pruned full node; the local chain reloaded
+    // without its historical states) cannot give the estimate: none, as when the underlying is
+    // younger than the day. The estimate is a label for a launch day, never a figure of record.
+    if (isStateUnavailable(err)) return null;
+    throw err;
+  }
 }

@@ -295,7 +295,9 @@ async function outbound(engine: Engine, signing: Signing, pacedRate: number) {
 }
 
 function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'start'], {
+  // X_PROF=1: CPU profiles of the service into /tmp/prof (read with a profile viewer).
+  const flags = process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [];
+  const child = spawn(process.execPath, [...flags, BIN, 'start'], {
     env: { ...process.env, ...env },
     stdio: 'pipe',
   });

@@ -122,7 +122,7 @@ export function createInboundEventsRepo(
     return rows[0] && toEvent(rows[0]);
   };
 
-  return {
+  const repo: InboundEventsRepo = {
     async store(e) {
       // One autocommitted statement decides: a concurrent request with the same key waits on the
       // unique index until this one commits, then conflicts and reads it (duplicate or 409).
@@ -171,6 +171,65 @@ export function createInboundEventsRepo(
       return { outcome, event: counted.rows[0] ? toEvent(counted.rows[0]) : existing };
     },
 
+    async storeMany(events) {
+      if (events.length === 0) return [];
+      // One statement, one commit for the whole batch (src/db/coalesce.ts feeds it).
+      const { rows } = await db.query<Row>(
+        `INSERT INTO inbound_events (partner_id, environment, idempotency_key, event_type,
+           body_sha256, body, occurred_at, product_id, chain_id, tx_hash)
+         SELECT p, env, k, t, decode(h, 'hex'), b, o, pr, c, tx
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                       $7::timestamptz[], $8::text[], $9::bigint[], $10::text[])
+                  WITH ORDINALITY AS r(p, env, k, t, h, b, o, pr, c, tx, n)
+          ORDER BY n
+         ON CONFLICT (partner_id, idempotency_key) DO NOTHING
+         RETURNING *`,
+        [
+          events.map((e) => e.partnerId),
+          events.map((e) => e.environment),
+          events.map((e) => e.idempotencyKey),
+          events.map((e) => e.eventType),
+          events.map((e) => e.bodySha256.toString('hex')),
+          events.map((e) => e.body),
+          events.map((e) => e.occurredAt.toISOString()),
+          events.map((e) => e.tx?.productId ?? null),
+          events.map((e) => (e.tx ? String(e.tx.chainId) : null)),
+          events.map((e) => e.tx?.txHash ?? null),
+        ],
+      );
+      // Each stored row goes to the first event of the batch it was made from; a later event
+      // with the same key (in this batch or before it) takes the one-by-one path below.
+      const results: (StoreResult | undefined)[] = events.map(() => undefined);
+      const byKey = new Map<string, Row>();
+      for (const r of rows) byKey.set(`${r.partner_id}\u0000${r.idempotency_key}`, r);
+      events.forEach((e, i) => {
+        const key = `${e.partnerId}\u0000${e.idempotencyKey}`;
+        const r = byKey.get(key);
+        if (r && Buffer.from(r.body_sha256).equals(e.bodySha256) && r.event_type === e.eventType) {
+          byKey.delete(key);
+          results[i] = { outcome: 'stored', event: toEvent(r) };
+        }
+      });
+      // Submitted transactions are linked to their lifecycle events at once, as store() does.
+      const toLink = results.flatMap((r, i) => (r && events[i]?.tx ? [{ i, id: r.event.id }] : []));
+      if (toLink.length > 0) {
+        const ids = toLink.map((l) => String(l.id));
+        await db.query('SELECT link_inbound_events($1::bigint[])', [ids]);
+        const linked = await db.query<Row>(
+          'SELECT * FROM inbound_events WHERE id = ANY($1::bigint[])',
+          [ids],
+        );
+        const byId = new Map(linked.rows.map((r) => [Number(r.id), r]));
+        for (const { i, id } of toLink) {
+          const r = byId.get(id);
+          if (r) results[i] = { outcome: 'stored', event: toEvent(r) };
+        }
+      }
+      const out: StoreResult[] = [];
+      for (const [i, e] of events.entries()) out.push(results[i] ?? (await repo.store(e)));
+      return out;
+    },
+
     find: (partnerId, idempotencyKey) => find(db, partnerId, idempotencyKey),
 
     async findById(id) {
@@ -211,6 +270,7 @@ export function createInboundEventsRepo(
       return rows.map(toEvent);
     },
   };
+  return repo;
 }
 
 export interface InboundEventsRepo {
@@ -219,6 +279,11 @@ export interface InboundEventsRepo {
    * the stored one is the same request (duplicate) or not (conflict). Never stores twice.
    */
   store(e: NewInboundEvent): Promise<StoreResult>;
+  /**
+   * store() for many events in one statement and one commit; each gets the result store() would
+   * give it, in order (events whose key already exists take store()'s own path).
+   */
+  storeMany(events: NewInboundEvent[]): Promise<StoreResult[]>;
   find(partnerId: string, idempotencyKey: string): Promise<InboundEvent | undefined>;
   findById(id: number): Promise<InboundEvent | undefined>;
   /** The newest `limit` events of a partner's environment, newest first, without their bodies. */

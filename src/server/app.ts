@@ -19,9 +19,10 @@ import { productHealthRoute } from '../api/routes/product-health.ts';
 import { productsRoutes } from '../api/routes/products.ts';
 import { yieldCalcRoute } from '../api/routes/yield-calc.ts';
 import type { Database } from '../db/client.ts';
+import { coalesce } from '../db/coalesce.ts';
 import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createEventsRepo } from '../db/events.ts';
-import { createInboundEventsRepo } from '../db/inbound-events.ts';
+import { createInboundEventsRepo, type InboundEventsRepo } from '../db/inbound-events.ts';
 import { createRedeemRequestsRepo } from '../db/redeem-requests.ts';
 import type { EmbedAssets } from '../embed/assets.ts';
 import { embedPlugin } from '../embed/plugin.ts';
@@ -140,7 +141,7 @@ export async function buildApp(deps: AppDeps) {
       inboundWebhookRoute({
         products,
         secrets: wired.inboundSecrets,
-        events: createInboundEventsRepo(deps.db),
+        events: inboundStore(createInboundEventsRepo(deps.db)),
       }),
     ],
   });
@@ -189,4 +190,13 @@ function installGracefulClose(app: BaseApp): void {
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');
   });
+}
+
+/**
+ * The inbound endpoint's store, group-committed: the events of concurrent requests are written in
+ * one statement and one commit (src/db/coalesce.ts); each request answers once its own event is
+ * committed, so an acknowledged event is stored exactly as before (issue #33 item 6).
+ */
+function inboundStore(repo: InboundEventsRepo): Pick<InboundEventsRepo, 'store'> {
+  return { store: coalesce((events) => repo.storeMany(events)) };
 }

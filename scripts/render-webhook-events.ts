@@ -2,7 +2,8 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { renderEventsMarkdown } from '../src/webhooks/event-docs.ts';
+import { toolBin } from './tools.mjs';
 
 const file = new URL('../docs/webhooks-events.md', import.meta.url);
 writeFileSync(file, renderEventsMarkdown());
-execFileSync('npx', ['biome', 'format', '--write', file.pathname], { stdio: 'inherit' });
+execFileSync(toolBin('biome'), ['format', '--write', file.pathname], { stdio: 'inherit' });

@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolBin } from '../../scripts/tools.mjs';
 import type { buildApp } from '../../src/server/app.ts';
 import {
   assertOutboundPayload,
@@ -91,7 +92,7 @@ describe('the outbound event catalogue', () => {
       'utf8',
     );
     // The file is the rendering as biome formats it (the script formats what it writes).
-    const biome = new URL('../../node_modules/.bin/biome', import.meta.url).pathname;
+    const biome = toolBin('biome'); // a maintainers' tool, installed on demand (scripts/tools.mjs)
     const rendered = execFileSync(biome, ['format', '--stdin-file-path=docs/webhooks-events.md'], {
       input: renderEventsMarkdown(),
       encoding: 'utf8',

@@ -56,26 +56,36 @@ async function post(c: Client, page: string, url: string, fields: Record<string,
   return res;
 }
 
-/** The audit rows of a partner, oldest first, with what differs by design replaced. */
+/**
+ * The audit rows of a partner, oldest first, with what differs by design replaced. The rows of one
+ * change share its transaction's timestamp: among them the order is by what they say (their ids
+ * are random), after the replacement, so both faces sort alike.
+ */
 async function rows(partner: Partner, tag: string) {
   const { rows } = await h.t.db.query<{
+    at: string;
     action: string;
     environment: string | null;
     target: string | null;
   }>(
-    `SELECT action, environment, target FROM portal_audit_log
+    `SELECT created_at::text AS at, action, environment, target FROM portal_audit_log
      WHERE partner_id = $1 AND action <> 'member.signed_in'
-       AND coalesce(target, '') NOT LIKE 'owner-faces%' ORDER BY created_at, id`,
+       AND coalesce(target, '') NOT LIKE 'owner-faces%' ORDER BY created_at`,
     [partner.id],
   );
-  return rows.map((r) => ({
+  const key = (r: { at: string; action: string; environment: string | null; target: string }) =>
+    `${r.at}\u0000${r.action}\u0000${r.environment ?? ''}\u0000${r.target}`;
+  const masked = rows.map(({ at, ...r }) => ({
+    at,
     ...r,
     target: (r.target ?? '')
-      .replace(/\b(key|whk|dlv|evt)_\w+/g, '$1_…')
-      .replace(/svc_test_…\w{4}/g, 'svc_test_…XXXX')
+      .replace(/\b(key|whk|dlv|evt)_[\w-]+/g, '$1_…')
+      .replace(/svc_test_…[\w-]{4}/g, 'svc_test_…XXXX')
       .replace(/\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/g, 'TIME')
       .replaceAll(tag, 'TAG'),
   }));
+  masked.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return masked.map(({ at: _at, ...r }) => r);
 }
 
 describe('the portal and the CLI', () => {

@@ -174,7 +174,12 @@ export function createInboundEventsRepo(
     async storeMany(events) {
       if (events.length === 0) return [];
       // One statement, one commit for the whole batch (src/db/coalesce.ts feeds it).
-      const { rows } = await db.query<Row>(
+      // Only what the request did not send comes back: the body (up to 64 KB) is not read again.
+      const { rows } = await db.query<
+        Pick<Row, 'id' | 'partner_id' | 'idempotency_key' | 'event_type' | 'body_sha256'> & {
+          received_at: Date;
+        }
+      >(
         `INSERT INTO inbound_events (partner_id, environment, idempotency_key, event_type,
            body_sha256, body, occurred_at, product_id, chain_id, tx_hash)
          SELECT p, env, k, t, decode(h, 'hex'), b, o, pr, c, tx
@@ -183,7 +188,7 @@ export function createInboundEventsRepo(
                   WITH ORDINALITY AS r(p, env, k, t, h, b, o, pr, c, tx, n)
           ORDER BY n
          ON CONFLICT (partner_id, idempotency_key) DO NOTHING
-         RETURNING *`,
+         RETURNING id, partner_id, idempotency_key, event_type, body_sha256, received_at`,
         [
           events.map((e) => e.partnerId),
           events.map((e) => e.environment),
@@ -200,14 +205,36 @@ export function createInboundEventsRepo(
       // Each stored row goes to the first event of the batch it was made from; a later event
       // with the same key (in this batch or before it) takes the one-by-one path below.
       const results: (StoreResult | undefined)[] = events.map(() => undefined);
-      const byKey = new Map<string, Row>();
+      const byKey = new Map<string, (typeof rows)[number]>();
       for (const r of rows) byKey.set(`${r.partner_id}\u0000${r.idempotency_key}`, r);
       events.forEach((e, i) => {
         const key = `${e.partnerId}\u0000${e.idempotencyKey}`;
         const r = byKey.get(key);
         if (r && Buffer.from(r.body_sha256).equals(e.bodySha256) && r.event_type === e.eventType) {
           byKey.delete(key);
-          results[i] = { outcome: 'stored', event: toEvent(r) };
+          results[i] = {
+            outcome: 'stored',
+            event: {
+              id: Number(r.id),
+              partnerId: e.partnerId,
+              environment: e.environment,
+              idempotencyKey: e.idempotencyKey,
+              eventType: e.eventType,
+              bodySha256: e.bodySha256,
+              body: e.body,
+              occurredAt: e.occurredAt,
+              productId: e.tx?.productId ?? null,
+              chainId: e.tx?.chainId ?? null,
+              txHash: e.tx?.txHash ?? null,
+              linkedEventId: null,
+              linkedAt: null,
+              receivedAt: r.received_at,
+              duplicateCount: 0,
+              lastDuplicateAt: null,
+              conflictCount: 0,
+              lastConflictAt: null,
+            },
+          };
         }
       });
       // Submitted transactions are linked to their lifecycle events at once, as store() does.

@@ -28,8 +28,7 @@ describe.each(storageEngines())('inbound events stored in batches on %s', (engin
   });
 
   it('answers every event of a batch as store() answers it alone', async () => {
-    const outcomes: { outcome: string; key: string; duplicates: number; conflicts: number }[][] =
-      [];
+    const outcomes: Record<string, unknown>[][] = [];
     for (const mode of ['one by one', 'batch'] as const) {
       const t = await freshDatabase(engine);
       opened.push(t);
@@ -63,6 +62,12 @@ describe.each(storageEngines())('inbound events stored in batches on %s', (engin
           key: r.event.idempotencyKey,
           duplicates: r.event.duplicateCount,
           conflicts: r.event.conflictCount,
+          type: r.event.eventType,
+          environment: r.event.environment,
+          body: r.event.body,
+          sha: r.event.bodySha256.toString('hex'),
+          occurredAt: r.event.occurredAt.toISOString(),
+          tx: [r.event.productId, r.event.chainId, r.event.txHash, r.event.linkedEventId],
         })),
       );
       // Stored exactly once per key.

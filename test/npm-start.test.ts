@@ -48,6 +48,34 @@ const alive = (pid: number) => {
   }
 };
 
+/** `npm start` in its own process group, as a terminal gives it (signal it with -pid, as Ctrl-C). */
+function startInGroup(dir: string, env: Record<string, string> = {}) {
+  const npm = spawn('npm', ['start', '--silent'], {
+    cwd: ROOT,
+    detached: true,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATA_DIR: dir,
+      PORT: '0',
+      LOCAL_CHAIN_PORT: '0',
+      LOCAL_CHAIN_DAYS: '2',
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_TIMEOUT_MS: '10000',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  npm.stdout.on('data', (d) => {
+    out += d;
+  });
+  npm.stderr.on('data', (d) => {
+    out += d;
+  });
+  return { npm, out: () => out };
+}
+
 describe('npm start', { timeout: 180_000 }, () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(
     '%s to the npm process stops the service and its local chain, leaving nothing behind',
@@ -105,32 +133,7 @@ describe('npm start', { timeout: 180_000 }, () => {
   it('Ctrl-C after the demo is ready saves the chain without its past states, and it reloads', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'pys-npm-start-'));
     dirs.push(dir);
-    const run = () => {
-      // Its own process group, as a terminal gives it; the group is then signalled as Ctrl-C does.
-      const npm = spawn('npm', ['start', '--silent'], {
-        cwd: ROOT,
-        detached: true,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          DATA_DIR: dir,
-          PORT: '0',
-          LOCAL_CHAIN_PORT: '0',
-          LOCAL_CHAIN_DAYS: '2',
-          LOG_LEVEL: 'warn',
-          SHUTDOWN_TIMEOUT_MS: '10000',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      npm.stdout.on('data', (d) => {
-        out += d;
-      });
-      npm.stderr.on('data', (d) => {
-        out += d;
-      });
-      return { npm, out: () => out };
-    };
+    const run = () => startInGroup(dir);
     const first = run();
     await waitFor(
       () => (first.out().includes('Demo ready') ? true : undefined),
@@ -161,6 +164,41 @@ describe('npm start', { timeout: 180_000 }, () => {
         'the demo after the reload',
       );
       expect(second.out()).toContain('Local chain RPC URL');
+      expect(second.out()).not.toMatch(/"level":(50|60)/);
+    } finally {
+      const done = new Promise<void>((r) => second.npm.once('exit', () => r()));
+      process.kill(-second.npm.pid!, 'SIGINT');
+      await done;
+    }
+  });
+
+  it('a stop while the history is computed saves the chain with its past states, past a short shutdown timeout', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'pys-npm-start-'));
+    dirs.push(dir);
+    // 30 days: a save of its past states takes far longer than a 100 ms shutdown timeout.
+    const env = { LOCAL_CHAIN_DAYS: '30', SHUTDOWN_TIMEOUT_MS: '100' };
+    const first = startInGroup(dir, env);
+    await waitFor(
+      () => (first.out().includes('Local chain RPC URL') ? true : undefined),
+      120_000,
+      'the chain',
+    );
+    expect(first.out()).not.toContain('Demo ready');
+    const exited = new Promise<void>((r) => first.npm.once('exit', () => r()));
+    process.kill(-first.npm.pid!, 'SIGTERM');
+    await exited;
+    const chain = path.join(dir, 'chain');
+    expect(existsSync(path.join(chain, 'anvil-state.json'))).toBe(true);
+    const deployment = JSON.parse(readFileSync(path.join(chain, 'deployment.json'), 'utf8'));
+    expect(deployment.stateReadableFromBlock).toBeUndefined();
+    // The history is computed after the reload, from the past states the save kept.
+    const second = startInGroup(dir, env);
+    try {
+      await waitFor(
+        () => (second.out().includes('Demo ready') ? true : undefined),
+        150_000,
+        'the demo after the reload',
+      );
       expect(second.out()).not.toMatch(/"level":(50|60)/);
     } finally {
       const done = new Promise<void>((r) => second.npm.once('exit', () => r()));

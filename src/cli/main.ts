@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { hasUnsavedChain } from '../chain/local/saving.ts';
 import { ConfigError } from '../config.ts';
 import { createLogger, drainLogs } from '../logger.ts';
 import type { RunningService } from '../main.ts';
@@ -57,14 +58,24 @@ async function runStart(ctx: CommandContext): Promise<void> {
     shuttingDown = true;
     // The hard exit first, before anything that could throw or wait: whatever stop() or the
     // logs do, the process is gone after SHUTDOWN_TIMEOUT_MS. Unref'd so it never holds it alive.
-    const force = setTimeout(() => {
+    // Except for a local chain not saved yet: the stop goes on to save it (past half the timeout
+    // it cuts what is in flight), a bounded write (about 10 s at most for the 200-day demo with
+    // its past states) that the exit would cut short and lose. Up to a minute more.
+    let waitedForSave = 0;
+    const hardExit = () => {
+      if (hasUnsavedChain() && waitedForSave < 60_000) {
+        if (waitedForSave === 0) logger.warn('shutdown: waiting for the local chain to be saved');
+        waitedForSave += 1_000;
+        setTimeout(hardExit, 1_000).unref();
+        return;
+      }
       try {
         logger.warn('shutdown timed out; exiting with work in flight');
       } finally {
         process.exit(1);
       }
-    }, config.SHUTDOWN_TIMEOUT_MS);
-    force.unref();
+    };
+    setTimeout(hardExit, config.SHUTDOWN_TIMEOUT_MS).unref();
     const failed = reason === 'chain failure';
     logger.info({ signal: reason }, 'shutting down');
     started

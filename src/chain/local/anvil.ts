@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { saveState } from './save-state.ts';
+import { unsavedChain } from './saving.ts';
 
 export interface StartAnvilOptions {
   /** TCP port; 0 or absent picks a free one. */
@@ -102,7 +103,12 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
   // the service, which saves the chain and then stops it; anvil killed first would lose the state.
   const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
-  child.once('exit', () => running.delete(child));
+  // Until stop() has saved it, the service's hard exit waits for it (saving.ts).
+  const saved = options.stateFile ? unsavedChain() : () => {};
+  child.once('exit', () => {
+    running.delete(child);
+    saved();
+  });
   const port = await waitForListening(child);
   let exited: Promise<void> | undefined;
   const exitPromise = new Promise<void>((resolve) => {

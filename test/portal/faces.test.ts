@@ -72,7 +72,8 @@ async function rows(partner: Partner, tag: string) {
     ...r,
     target: (r.target ?? '')
       .replace(/\b(key|whk|dlv|evt)_\w+/g, '$1_…')
-      .replace(/svc_test_…\w{4}/g, 'svc_test_…XXXX')
+      // A key ends in four base64url characters, which include - and _ (\w alone missed a key ending in -).
+      .replace(/svc_test_…[\w-]{4}/g, 'svc_test_…XXXX')
       .replace(/\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/g, 'TIME')
       .replaceAll(tag, 'TAG'),
   }));

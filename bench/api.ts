@@ -32,6 +32,8 @@ const BIN = path.join(ROOT, 'bin/yield-service.mjs');
 const SERVICE_NODE_FLAGS = [
   '--max-semi-space-size=2',
   ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
+  // BENCH_NODE_FLAGS: more Node/V8 flags for the service, to try one (space-separated).
+  ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
 ];
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 50;

@@ -10,6 +10,7 @@ import type { BaseApp } from './fastify-app.ts';
 import { recordRequestMetrics } from './http-metrics.ts';
 import { redactKeyShaped } from './key-shapes.ts';
 import { isOutageAnswer } from './outage.ts';
+import { logsAt } from './request-logger.ts';
 
 /** Query parameter names whose values are credentials (compared decoded and lower-cased). */
 const SECRET_QUERY_PARAMS = new Set([
@@ -65,16 +66,20 @@ export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = 
     // An outage's 503s are logged once per outage (outage.ts), so their lines stay at info.
     const level =
       status < 500 || isOutageAnswer(request) ? 'info' : config?.probe ? 'warn' : 'error';
-    request.log[level](
-      {
-        method: request.method,
-        url: redactUrl(request.url),
-        route,
-        statusCode: status,
-        responseTimeMs: Math.round(elapsedMs * 100) / 100,
-      },
-      'request completed',
-    );
+    // The line (its redacted URL above all) is built only when the level is written: at
+    // LOG_LEVEL=warn a 2xx costs no redaction at all (#33 item 7).
+    if (logsAt(request.log, level)) {
+      request.log[level](
+        {
+          method: request.method,
+          url: redactUrl(request.url),
+          route,
+          statusCode: status,
+          responseTimeMs: Math.round(elapsedMs * 100) / 100,
+        },
+        'request completed',
+      );
+    }
     if (metrics) recordRequestMetrics(request.method, route, status, elapsedMs / 1000);
     done();
   });

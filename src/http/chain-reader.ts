@@ -87,6 +87,21 @@ export function createChainReader(options: ChainReaderOptions) {
   const positions = createTtlCache<PositionReading>(options.cacheMs ?? 5000);
   const healths = createTtlCache<HealthReading>(options.cacheMs ?? 5000);
   const heads = createTtlCache<bigint>(options.headMs ?? 1000);
+  /**
+   * Reads that have answered. A request served from the cache after its read answered needs no
+   * bound: `within` would race the answer against a timer that can never win, one timer and two
+   * promises per request (#33 item 7). Only reads still in flight are raced.
+   */
+  const answered = new WeakSet<Promise<unknown>>();
+  const remember = <T>(read: Promise<T>): Promise<T> => {
+    read.then(
+      () => answered.add(read),
+      () => {},
+    );
+    return read;
+  };
+  const boundedBy = <T>(read: Promise<T>, ms: number): Promise<T> =>
+    answered.has(read) ? read : within(read, ms);
 
   const clientFor = (product: Product): ChainClient => {
     const client = options.clients.get(product.chainId);
@@ -146,24 +161,26 @@ export function createChainReader(options: ChainReaderOptions) {
       const ms = budget(elapsedMs);
       const key = `${product.chainId}:${engine}:${wallet}:${requestIds.join(',')}`;
       const read = positions.get(key, () =>
-        bounded(product.chainId, ms, async () => {
-          const client = clientFor(product);
-          const blockNumber = await head(product);
-          const [{ shares, assets }, requests] = await Promise.all([
-            readPosition(client, { vault: engine, owner: wallet, blockNumber }),
-            requestIds.length === 0
-              ? Promise.resolve([])
-              : readRedeemRequests(client, {
-                  engine,
-                  controller: wallet,
-                  ids: requestIds,
-                  blockNumber,
-                }),
-          ]);
-          return { shares, assets, blockNumber, requests };
-        }),
+        remember(
+          bounded(product.chainId, ms, async () => {
+            const client = clientFor(product);
+            const blockNumber = await head(product);
+            const [{ shares, assets }, requests] = await Promise.all([
+              readPosition(client, { vault: engine, owner: wallet, blockNumber }),
+              requestIds.length === 0
+                ? Promise.resolve([])
+                : readRedeemRequests(client, {
+                    engine,
+                    controller: wallet,
+                    ids: requestIds,
+                    blockNumber,
+                  }),
+            ]);
+            return { shares, assets, blockNumber, requests };
+          }),
+        ),
       );
-      return within(read, ms);
+      return boundedBy(read, ms);
     },
 
     /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
@@ -171,30 +188,32 @@ export function createChainReader(options: ChainReaderOptions) {
       const engine = product.engineAddress!;
       const ms = budget(elapsedMs);
       const read = healths.get(`${product.chainId}:${engine}`, () =>
-        bounded(product.chainId, ms, async () => {
-          const client = clientFor(product);
-          const blockNumber = await head(product);
-          const [flags, upstream, exits, scheduledFeeChange] = await Promise.all([
-            readEngineFlags(client, { engine, blockNumber }),
-            readUpstreamStatus(client, {
-              vault: product.underlyingVaultAddress,
-              engine,
-              blockNumber,
-            }),
-            readExitStatus(client, { engine, blockNumber }),
-            readScheduledFeeChange(client, { engine, blockNumber }),
-          ]);
-          return {
-            isPaused: flags.paused,
-            underlyingOk: upstream.ok,
-            asyncExits: exits.async,
-            exitsLimited: exits.limited,
-            scheduledFeeChange,
-            lastBlock: blockNumber,
-          };
-        }),
+        remember(
+          bounded(product.chainId, ms, async () => {
+            const client = clientFor(product);
+            const blockNumber = await head(product);
+            const [flags, upstream, exits, scheduledFeeChange] = await Promise.all([
+              readEngineFlags(client, { engine, blockNumber }),
+              readUpstreamStatus(client, {
+                vault: product.underlyingVaultAddress,
+                engine,
+                blockNumber,
+              }),
+              readExitStatus(client, { engine, blockNumber }),
+              readScheduledFeeChange(client, { engine, blockNumber }),
+            ]);
+            return {
+              isPaused: flags.paused,
+              underlyingOk: upstream.ok,
+              asyncExits: exits.async,
+              exitsLimited: exits.limited,
+              scheduledFeeChange,
+              lastBlock: blockNumber,
+            };
+          }),
+        ),
       );
-      return within(read, ms);
+      return boundedBy(read, ms);
     },
   };
 }

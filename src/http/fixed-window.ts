@@ -94,8 +94,9 @@ export function createFallbackCounter(
 }
 
 /**
- * A store for @fastify/rate-limit over a fixed-window counter, used by the partner API's per-key
- * budgets and the embed's per-address limit. Why not the plugin's own stores: its LocalStore reads
+ * A store for @fastify/rate-limit over a fixed-window counter, used by the embed's per-address
+ * limit (the partner API's per-key budgets call the counter from the partner scope's own hook, with
+ * the same Redis keys and headers). Why not the plugin's own stores: its LocalStore reads
  * Date.now() (ours counts with an injectable clock, so tests end a window when they say), and its
  * RedisStore gives up while Redis is unreachable (with skipOnError every request then goes
  * uncounted; ours counts in this process's memory meanwhile, createFallbackCounter above). The

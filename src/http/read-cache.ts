@@ -11,11 +11,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Queryable } from '../db/client.ts';
 import { readModelVersion } from '../db/snapshot-reads.ts';
-import { cacheLookups } from '../telemetry/metrics.ts';
+import { readCacheLookups } from '../telemetry/metrics.ts';
 import { acceptsGzip, MIN_GZIP_BYTES } from './content-encoding.ts';
 
-const cacheHits = cacheLookups.labels({ result: 'hit' });
-const cacheMisses = cacheLookups.labels({ result: 'miss' });
+// Counted as plain numbers, read when /metrics is scraped (src/telemetry/metrics.ts).
+const counts = readCacheLookups;
 
 const gzip = promisify(gzipCallback);
 
@@ -69,15 +69,15 @@ export function createReadCache(
     get<T>(key: string, load: () => Promise<T>): Promise<T> {
       const at = version;
       if (at === undefined) {
-        cacheMisses.inc();
+        counts.miss++;
         return load();
       }
       const hit = entries.get(key);
       if (hit && hit.version === at) {
-        cacheHits.inc();
+        counts.hit++;
         return hit.value as Promise<T>;
       }
-      cacheMisses.inc();
+      counts.miss++;
       const value = load();
       entries.set(key, { version: at, value });
       value.catch(() => {

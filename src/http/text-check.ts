@@ -44,6 +44,31 @@ export function unsafeTextAt(value: unknown, root = 'body'): string | undefined 
   return undefined;
 }
 
+/**
+ * Whether `value` holds text PostgreSQL would refuse: unsafeTextAt's answer without building a path
+ * for every value on the way. A request's params, query and headers are flat objects of strings
+ * (headers may be arrays of them), scanned here with no allocation; anything nested goes to
+ * unsafeTextAt. Every request pays this scan, so it stays cheap (#33 item 7); the path is built only
+ * for the refusal's message.
+ */
+function holdsUnsafeText(value: unknown): boolean {
+  if (typeof value === 'string') return unsafeString(value);
+  if (value === null || typeof value !== 'object') return false;
+  if (Buffer.isBuffer(value) || Array.isArray(value)) return unsafeTextAt(value) !== undefined;
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    if (!Object.hasOwn(record, key)) continue;
+    if (unsafeString(key)) return true;
+    const child = record[key];
+    if (typeof child === 'string') {
+      if (unsafeString(child)) return true;
+    } else if (child !== null && typeof child === 'object') {
+      if (unsafeTextAt(child) !== undefined) return true;
+    }
+  }
+  return false;
+}
+
 const REFUSED = 'a NUL character, a lone surrogate or invalid UTF-8';
 
 /**
@@ -62,9 +87,11 @@ function refusal(request: FastifyRequest): ApiError | undefined {
   if (request.routeOptions.config?.anyText) return undefined;
   // A path parameter no stored row can hold names nothing that exists: 404, like any unknown
   // slug (the routes' own rule for parameters that fail their schema).
-  if (unsafeTextAt(request.params, 'path')) return new ApiError('not_found');
-  const where = unsafeTextAt(request.query, 'query') ?? unsafeTextAt(request.headers, 'header');
-  if (where) return new ApiError('malformed_request', `The request's ${where} holds ${REFUSED}.`);
+  if (holdsUnsafeText(request.params)) return new ApiError('not_found');
+  if (holdsUnsafeText(request.query) || holdsUnsafeText(request.headers)) {
+    const where = unsafeTextAt(request.query, 'query') ?? unsafeTextAt(request.headers, 'header');
+    return new ApiError('malformed_request', `The request's ${where} holds ${REFUSED}.`);
+  }
   // Raw bodies (a Buffer) belong to their route, which checks them in its own order.
   if (request.body !== undefined && !Buffer.isBuffer(request.body)) {
     const field = unsafeTextAt(request.body);

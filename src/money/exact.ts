@@ -85,9 +85,17 @@ export function iroot(n: bigint, k: number): bigint {
     throw new RangeError('iroot degree must be a positive integer');
   if (k === 1 || n < 2n) return n;
   const K = BigInt(k);
-  const bits = n.toString(2).length;
-  // 2^ceil(bits/k) > n^(1/k): a strict over-estimate, from which Newton decreases monotonically.
-  let x = 1n << BigInt(Math.ceil(bits / k));
+  // Newton decreases monotonically to the floor from any over-estimate; the closer it starts, the
+  // fewer steps (each a k−1 power and a division of big integers). Within a double's range the
+  // start is the floating-point root with a margin far above its error, one or two steps from the
+  // answer; beyond it, 2^ceil(bits/k) > n^(1/k), up to twice the root (a dozen steps for k = 12).
+  const approx = Number(n);
+  let x: bigint;
+  if (approx < 1e300) {
+    x = BigInt(Math.ceil(approx ** (1 / k) * (1 + 1e-9))) + 1n;
+  } else {
+    x = 1n << BigInt(Math.ceil(n.toString(2).length / k));
+  }
   for (;;) {
     const y = ((K - 1n) * x + n / x ** (K - 1n)) / K;
     if (y >= x) return x;

@@ -32,6 +32,7 @@ import { type ChainEntries, wireDependencies } from '../http/dependencies.ts';
 import { clientErrorHandler, frameworkErrors, installErrorMapping } from '../http/error-mapping.ts';
 import type { BaseApp } from '../http/fastify-app.ts';
 import { installRequestIds, requestIdFor } from '../http/request-id.ts';
+import { requestLoggerFactory } from '../http/request-logger.ts';
 import { installTextCheck } from '../http/text-check.ts';
 import type { Logger } from '../logger.ts';
 import { type PortalOptions, portalPlugin } from '../portal/plugin.ts';
@@ -86,6 +87,8 @@ export async function buildApp(deps: AppDeps) {
     loggerInstance: deps.logger,
     // Fastify's two per-request lines are replaced by the one access line (access-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
+    // Each request's child logger is made when the request first writes a line (request-logger.ts).
+    childLoggerFactory: requestLoggerFactory,
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: false,
     genReqId: requestIdFor,
@@ -187,8 +190,10 @@ function installGracefulClose(app: BaseApp): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  // A callback hook, not an async one: no promise per request on the hot path.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 }
 

@@ -82,15 +82,16 @@ export function yieldCalcRoute(deps: {
         // The decimals limit is a shape check that needs the product: after ownership, before
         // the product's state (DECISIONS: request shape first), so a paused product still says
         // invalid_amount for an amount no product of its asset could take.
+        let amount = { ok: false } as ReturnType<typeof parseAmount>;
         const product = await productOf(request, deps.products, (p) => {
-          if (!parseAmount(raw, p.assetDecimals).ok) {
+          amount = parseAmount(raw, p.assetDecimals);
+          if (!amount.ok) {
             throw new ApiError(
               'invalid_amount',
               `amount has more than ${p.assetDecimals} decimal places.`,
             );
           }
         });
-        const amount = parseAmount(raw, product.assetDecimals);
         if (!amount.ok) throw new ApiError('invalid_amount'); // checked above; narrows the type
         if (window !== '1d') {
           const realised = await deps.snapshots.latestRealisedNetApy(

@@ -4,7 +4,7 @@
  * CPU-seconds cannot finish in under C ÷ cores seconds however it is scheduled, so this turns
  * "could a better overlap reach the target?" into a number.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 export interface CpuSpent {
@@ -39,4 +39,32 @@ export function startCpuMeter(): () => CpuSpent {
     const machine = m0 && m1 ? (m1.busy - m0.busy) / 100 : null;
     return { machine, process: (p.user + p.system) / 1e6, cores: availableParallelism() };
   };
+}
+
+/** CPU-seconds (user + system, all threads) process `pid` has used so far, from /proc (Linux). */
+export function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces), from field 3: utime is 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * CPU-seconds used so far by every live process whose command is `command` (`postgres`: the
+ * server and each connection's backend). A backend that exits between two readings takes its
+ * time with it, so measure across steps that keep their connections (a pool).
+ */
+export function commandCpuSeconds(command: string): number {
+  if (!existsSync('/proc/self/stat')) return 0;
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== command) continue;
+      total += processCpuSeconds(Number(entry));
+    } catch {
+      // The process exited between the listing and the reading.
+    }
+  }
+  return total;
 }

@@ -14,15 +14,16 @@
  * Beside them, in the same run, the bare sender (bareOutbound: the same sender, bodies, signatures
  * and receiver with no queue), before and after, averaged; the ratio is of the default signing.
  * Inbound: the service (ROLES=api, its own process) takes valid signed `ping` events with unique
- * Idempotency-Keys from autocannon (50 connections, 10 s, rotating through 100 live keys so the
- * per-key budget is not what is measured); req/s and latency, beside a bare route that verifies the
- * same HMAC (bench/bare-inbound.ts) under the same load, before and after.
+ * Idempotency-Keys from autocannon (50 connections, 10 s, rotating through enough live keys that
+ * the per-key budget is not what is measured); req/s and latency, beside a bare route that verifies
+ * the same HMAC (bench/bare-inbound.ts) under the same load, before and after; and the CPU each
+ * answer cost the service, the database server and the whole machine, beside the bare route's.
  * It measures and prints; it fails only when something answers errors or an event is lost.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -39,6 +40,7 @@ import { createDispatcher } from '../src/webhooks/dispatcher.ts';
 import { createSecretBox, generateDestinationSecret } from '../src/webhooks/secret-box.ts';
 import { createSender } from '../src/webhooks/sender.ts';
 import { type SigningSecret, signDelivery, signingSecret } from '../src/webhooks/signature.ts';
+import { commandCpuSeconds, processCpuSeconds, startCpuMeter } from './cpu-meter.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/yield-service.mjs');
@@ -397,8 +399,29 @@ async function inbound(engine: Engine) {
     await request(2, bare.url); // warm-up
     const bareBefore = await request(INBOUND_SECONDS, bare.url);
     await request(2); // warm-up
+    // Where each answer's CPU goes: the service process, the database server's processes (none on
+    // PGlite, which runs inside the service) and the whole machine (the load generator included).
+    const machine = startCpuMeter();
+    const service0 = processCpuSeconds(service.child.pid!);
+    const db0 = commandCpuSeconds('postgres');
     const result = await request(INBOUND_SECONDS);
+    const spent = machine();
+    const perAnswer = (seconds: number) => (seconds * 1e6) / Math.max(1, result.requests.total);
+    const cpu = {
+      service: perAnswer(processCpuSeconds(service.child.pid!) - service0),
+      database: perAnswer(commandCpuSeconds('postgres') - db0),
+      machine: spent.machine === null ? Number.NaN : perAnswer(spent.machine),
+    };
+    const bareMachine = startCpuMeter();
+    const bare0 = processCpuSeconds(bare.child.pid!);
     const bareAfter = await request(INBOUND_SECONDS, bare.url);
+    const bareSpent = bareMachine();
+    const barePerAnswer = (seconds: number) =>
+      (seconds * 1e6) / Math.max(1, bareAfter.requests.total);
+    const bareCpu = {
+      route: barePerAnswer(processCpuSeconds(bare.child.pid!) - bare0),
+      machine: bareSpent.machine === null ? Number.NaN : barePerAnswer(bareSpent.machine),
+    };
     return {
       engine,
       bareRps: (bareBefore.requests.average + bareAfter.requests.average) / 2,
@@ -409,6 +432,8 @@ async function inbound(engine: Engine) {
       non2xx: result.non2xx,
       errors: result.errors,
       total: result.requests.total,
+      cpu,
+      bareCpu,
     };
   } finally {
     const exited = new Promise((r) => service.child.once('exit', r));
@@ -524,6 +549,9 @@ for (const engine of engines) {
   console.log(
     `inbound ${engine}: ${inb.rps.toFixed(0)} req/s, p50 ${inb.p50} ms, p99 ${inb.p99} ms (${inb.total} requests, non-2xx ${inb.non2xx}, errors ${inb.errors}); ` +
       `bare route (same HMAC, same run) ${inb.bareRps.toFixed(0)} req/s: ratio ${(inb.rps / inb.bareRps).toFixed(2)} (goal ≥ 0.6)`,
+  );
+  console.log(
+    `  CPU per answer: service ${inb.cpu.service.toFixed(0)} µs, database server ${inb.cpu.database.toFixed(0)} µs, whole machine ${inb.cpu.machine.toFixed(0)} µs (of ${availableParallelism()} cores); bare route ${inb.bareCpu.route.toFixed(0)} µs, whole machine ${inb.bareCpu.machine.toFixed(0)} µs`,
   );
   if (inb.non2xx > 0 || inb.errors > 0 || inb.bareNon2xx > 0) failed = true;
 }

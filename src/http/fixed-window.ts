@@ -8,8 +8,8 @@
  * before another request's increment.
  */
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import { LRUCache } from 'lru-cache';
 import type { Redis } from '../redis.ts';
+import { boundedLru } from './bounded-lru.ts';
 
 export interface FixedWindowCounter {
   /** Counts one hit; returns the count in the current window, this one included, and the ms until it resets. */
@@ -20,11 +20,9 @@ export interface FixedWindowCounter {
 const MAX_MEMORY_WINDOWS = 50_000;
 
 export function createMemoryCounter(now: () => number = Date.now): FixedWindowCounter {
-  // Past MAX_MEMORY_WINDOWS the least recently hit windows are dropped (lru-cache); a window's end
+  // Past MAX_MEMORY_WINDOWS the least recently hit windows are dropped (bounded-lru.ts); a window's end
   // is checked here, against the counter's own clock.
-  const windows = new LRUCache<string, { count: number; resetAt: number }>({
-    max: MAX_MEMORY_WINDOWS,
-  });
+  const windows = boundedLru<string, { count: number; resetAt: number }>(MAX_MEMORY_WINDOWS);
   return {
     async hit(key, windowMs) {
       let w = windows.get(key);

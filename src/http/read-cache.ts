@@ -8,10 +8,10 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { LRUCache } from 'lru-cache';
 import type { Queryable } from '../db/client.ts';
 import { readModelVersion } from '../db/snapshot-reads.ts';
 import { readCacheLookups } from '../telemetry/metrics.ts';
+import { boundedLru } from './bounded-lru.ts';
 import { acceptsGzip, MIN_GZIP_BYTES } from './content-encoding.ts';
 
 // Counted as plain numbers, read when /metrics is scraped (src/telemetry/metrics.ts).
@@ -37,10 +37,8 @@ export function createReadCache(
   const maxEntries = options.maxEntries ?? 20_000;
   // Unknown until the first poll answers: nothing is cached before then.
   let version: string | undefined;
-  // Least recently used entries make room for new ones past maxEntries (lru-cache).
-  const entries = new LRUCache<string, { version: string; value: Promise<unknown> }>({
-    max: maxEntries,
-  });
+  // Least recently used entries make room for new ones past maxEntries (bounded-lru.ts).
+  const entries = boundedLru<string, { version: string; value: Promise<unknown> }>(maxEntries);
 
   async function refresh() {
     const next = await readModelVersion(db);

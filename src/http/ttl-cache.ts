@@ -2,9 +2,9 @@
  * Short-lived memory of reads that are costly to repeat (a live chain read): the promise of a
  * read is kept for `ttlMs`, so concurrent and close requests share one read; a read that fails is
  * not kept, so the next request tries again. At most `max` keys (a flood of wallet addresses must
- * not grow it without bound): lru-cache drops the least recently used. `ttlMs` 0 keeps nothing.
+ * not grow it without bound): the least recently used are dropped (bounded-lru.ts). `ttlMs` 0 keeps nothing.
  */
-import { LRUCache } from 'lru-cache';
+import { boundedLru } from './bounded-lru.ts';
 
 export interface TtlCache<T> {
   get(key: string, load: () => Promise<T>): Promise<T>;
@@ -12,7 +12,7 @@ export interface TtlCache<T> {
 
 export function createTtlCache<T>(ttlMs: number, max = 50_000): TtlCache<T> {
   if (ttlMs <= 0) return { get: (_key, load) => load() };
-  const entries = new LRUCache<string, { value: Promise<T> }>({ max, ttl: ttlMs });
+  const entries = boundedLru<string, { value: Promise<T> }>(max, { ttl: ttlMs });
   return {
     get(key, load) {
       const hit = entries.get(key);

@@ -47,7 +47,9 @@ describe('boundedLru', () => {
     let loads = 0;
     const load = async () => ++loads;
     expect(await Promise.all([cache.get('a', load), cache.get('a', load)])).toEqual([1, 1]);
-    await expect(cache.get('b', async () => Promise.reject(new Error('rpc down')))).rejects.toThrow();
+    await expect(
+      cache.get('b', async () => Promise.reject(new Error('rpc down'))),
+    ).rejects.toThrow();
     expect(await cache.get('b', load)).toBe(2);
     await cache.get('c', load); // bound 2: a (least recently used) goes
     expect(await cache.get('a', load)).toBe(4);

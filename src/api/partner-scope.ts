@@ -14,8 +14,13 @@
  *   key's budget; while Redis is unreachable each process enforces it alone, in memory.
  */
 import type {} from '@fastify/swagger'; // its FastifySchema fields (security) are used below
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { type ApiKeysRepo, keyWorks } from '../db/api-keys.ts';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  type ApiKeyRecord,
+  type ApiKeysRepo,
+  type CachedKeyLookup,
+  keyWorks,
+} from '../db/api-keys.ts';
 import type { Environment } from '../db/products.ts';
 import { ApiError, type ErrorCode } from '../http/errors.ts';
 import { createFallbackCounter, createMemoryCounter } from '../http/fixed-window.ts';
@@ -48,7 +53,8 @@ declare module 'fastify' {
 }
 
 export interface PartnerScopeOptions {
-  keys: ApiKeysRepo;
+  /** findByKey looks a key up; cachedByKey, when given, answers from memory without a promise. */
+  keys: Pick<ApiKeysRepo, 'findByKey'> & CachedKeyLookup;
   redis?: Redis | undefined;
   /** The partner routes, registered inside the scope. */
   routes: FastifyPluginAsync[];
@@ -72,6 +78,12 @@ export function routeErrorCodes(
   ];
   return [...new Set(codes)];
 }
+
+/** The key a request presents (`X-Api-Key`; the first, if the header is repeated). */
+const presentedKey = (request: FastifyRequest): string | undefined => {
+  const header = request.headers['x-api-key'];
+  return Array.isArray(header) ? header[0] : header;
+};
 
 const retryAfter = (ms: number) => ({ 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))) });
 
@@ -128,45 +140,68 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     : createMemoryCounter(options.clock);
 
   // The key, then its budget, in one hook (DECISIONS' order: 401 before 429). The budget was
-  // @fastify/rate-limit's own onRequest hook; counted here it costs one awaited hit instead of a
-  // second hook and five promises a request (#33 item 7). Keyed by the verified key, never by the
-  // raw header (an attacker must not be able to spend someone else's budget).
-  app.addHook('onRequest', async (request, reply) => {
-    const header = request.headers['x-api-key'];
-    const presented = Array.isArray(header) ? header[0] : header;
-    if (!presented) throw await fail(request, 'missing_api_key');
-    const record = await options.keys.findByKey(presented);
-    if (!record) throw await fail(request, 'invalid_api_key');
-    // A rolled key keeps working until its revocation time (DECISIONS, "Portal").
-    if (!keyWorks(record)) throw await fail(request, 'revoked_api_key');
+  // @fastify/rate-limit's own onRequest hook; counted here it costs one hit instead of a second
+  // hook and five promises a request (#33 item 7). Keyed by the verified key, never by the raw
+  // header (an attacker must not be able to spend someone else's budget).
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    record: ApiKeyRecord,
+    budget: { count: number; resetMs: number },
+  ): ApiError | undefined => {
     request.partner = {
       keyId: record.id,
       partnerId: record.partnerId,
       partnerName: record.partnerName,
       environment: record.environment,
     };
-
     const max = RATE_LIMITS[record.environment];
-    let count = 0;
-    let resetMs = 0;
+    const resetS = Math.ceil(budget.resetMs / 1000);
+    reply.header('ratelimit-limit', max);
+    if (budget.count <= max) {
+      reply.header('ratelimit-remaining', max - budget.count);
+      reply.header('ratelimit-reset', resetS);
+      return undefined;
+    }
+    reply.header('ratelimit-remaining', 0);
+    reply.header('ratelimit-reset', resetS);
+    reply.header('retry-after', resetS);
+    return new ApiError('rate_limited');
+  };
+
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
+    const presented = presentedKey(request);
+    if (!presented) throw await fail(request, 'missing_api_key');
+    const record = await options.keys.findByKey(presented);
+    if (!record) throw await fail(request, 'invalid_api_key');
+    // A rolled key keeps working until its revocation time (DECISIONS, "Portal").
+    if (!keyWorks(record)) throw await fail(request, 'revoked_api_key');
+    let budget = { count: 0, resetMs: 0 };
     try {
-      ({ count, resetMs } = await budgets.hit(record.id, windowMs));
+      budget = await budgets.hit(record.id, windowMs);
     } catch (err) {
       // The counter falls back to memory rather than fail; should it fail anyway, the request is
       // served uncounted rather than answered 500.
       request.log.warn({ err }, 'rate-limit count unavailable');
     }
-    const resetS = Math.ceil(resetMs / 1000);
-    reply.header('ratelimit-limit', max);
-    if (count <= max) {
-      reply.header('ratelimit-remaining', max - count);
-      reply.header('ratelimit-reset', resetS);
-      return;
+    const refused = admit(request, reply, record, budget);
+    if (refused) throw refused;
+  };
+
+  // A callback hook: the common case, a working key the read cache holds counted in this
+  // process's memory (no Redis), is answered without a promise or a microtask; every other case
+  // (a key to look up, a refusal, a budget in Redis) takes the awaited path, in the same order.
+  const hitNow = budgets.hitNow;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (hitNow && options.keys.cachedByKey) {
+      const presented = presentedKey(request);
+      const record = presented ? options.keys.cachedByKey(presented)?.value : undefined;
+      if (record && keyWorks(record)) {
+        done(admit(request, reply, record, hitNow(record.id, windowMs)));
+        return;
+      }
     }
-    reply.header('ratelimit-remaining', 0);
-    reply.header('ratelimit-reset', resetS);
-    reply.header('retry-after', resetS);
-    throw new ApiError('rate_limited');
+    authenticate(request, reply).then(() => done(), done);
   });
 
   for (const routes of options.routes) await app.register(routes);

@@ -224,6 +224,14 @@ export async function rollApiKey(
 export type ApiKeysRepo = ReturnType<typeof createApiKeysRepo>;
 
 /**
+ * A key's record from memory, without a promise, when a cache holds it (the API's read cache):
+ * `{ value }` (undefined for a key known not to exist), or undefined when it must be looked up.
+ */
+export interface CachedKeyLookup {
+  cachedByKey?(key: string): { value: ApiKeyRecord | undefined } | undefined;
+}
+
+/**
  * Records that a key was used, at most one write a minute per key and process, off the request's
  * path (the write is not awaited; a failed write only loses a "last used" time).
  */

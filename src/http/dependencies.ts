@@ -7,7 +7,9 @@
 import type { ChainClient } from '../chain/client.ts';
 import { apiKeyDigest } from '../db/api-key-material.ts';
 import {
+  type ApiKeyRecord,
   type ApiKeysRepo,
+  type CachedKeyLookup,
   createApiKeysRepo,
   createApiKeyUsage,
   keyWorks,
@@ -47,7 +49,7 @@ export interface ApiDependencies {
   cache: ReadCache;
   products: ProductsRepo;
   snapshots: SnapshotReads;
-  keys: ApiKeysRepo;
+  keys: ApiKeysRepo & CachedKeyLookup;
   /** Absent without a secret box: every inbound request is then refused. */
   inboundSecrets: ReturnType<typeof cachedInboundSecrets>;
   chain: ChainReader;
@@ -106,13 +108,19 @@ export function wireDependencies(options: WiringOptions): ApiDependencies {
   const keysRepo = createApiKeysRepo(db);
   // "Last used" for the portal's key list: at most one write a minute per key, off the hot path.
   const keyUsage = createApiKeyUsage(db);
-  const keys: ApiKeysRepo = {
+  // Keyed by the key's hash: the cache never holds a secret as a map key.
+  const keys: ApiKeysRepo & CachedKeyLookup = {
     ...keysRepo,
-    // Keyed by the key's hash: the cache never holds a secret as a map key.
     findByKey: async (key) => {
       const record = await cache.get(`key:${apiKeyDigest(key)}`, () => keysRepo.findByKey(key));
       if (record && keyWorks(record)) keyUsage.touch(record.id);
       return record;
+    },
+    cachedByKey: (key) => {
+      const cached = cache.peek<ApiKeyRecord | undefined>(`key:${apiKeyDigest(key)}`);
+      const record = cached?.value;
+      if (record && keyWorks(record)) keyUsage.touch(record.id);
+      return cached;
     },
   };
 

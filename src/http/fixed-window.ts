@@ -14,6 +14,8 @@ import { boundedLru } from './bounded-lru.ts';
 export interface FixedWindowCounter {
   /** Counts one hit; returns the count in the current window, this one included, and the ms until it resets. */
   hit(key: string, windowMs: number): Promise<{ count: number; resetMs: number }>;
+  /** The same, answered at once: counters in this process's memory only (no promise per hit). */
+  hitNow?(key: string, windowMs: number): { count: number; resetMs: number };
 }
 
 /** Windows kept in memory at most (a spray of addresses must not grow memory without bound). */
@@ -23,16 +25,19 @@ export function createMemoryCounter(now: () => number = Date.now): FixedWindowCo
   // Past MAX_MEMORY_WINDOWS the least recently hit windows are dropped (bounded-lru.ts); a window's end
   // is checked here, against the counter's own clock.
   const windows = boundedLru<string, { count: number; resetAt: number }>(MAX_MEMORY_WINDOWS);
+  const hitNow = (key: string, windowMs: number) => {
+    const at = now();
+    let w = windows.get(key);
+    if (!w || w.resetAt <= at) {
+      w = { count: 0, resetAt: at + windowMs };
+      windows.set(key, w);
+    }
+    w.count++;
+    return { count: w.count, resetMs: w.resetAt - at };
+  };
   return {
-    async hit(key, windowMs) {
-      let w = windows.get(key);
-      if (!w || w.resetAt <= now()) {
-        w = { count: 0, resetAt: now() + windowMs };
-        windows.set(key, w);
-      }
-      w.count++;
-      return { count: w.count, resetMs: w.resetAt - now() };
-    },
+    hit: async (key, windowMs) => hitNow(key, windowMs),
+    hitNow,
   };
 }
 

@@ -22,6 +22,12 @@ const gzip = promisify(gzipCallback);
 export interface ReadCache {
   /** The cached value for key at the current version, or load() stored under it. */
   get<T>(key: string, load: () => Promise<T>): Promise<T>;
+  /**
+   * The value cached for key at the current version once its load has answered, without a promise
+   * (`{ value }`, since undefined is a value a load may answer); undefined when there is none yet.
+   * The hot path of every partner request (its key) answers from it synchronously (#33 item 7).
+   */
+  peek<T>(key: string): { value: T } | undefined;
   /** Reads the version now (tests; the poll does it in the background). */
   refresh(): Promise<void>;
   /** Drops every entry: for a change the database does not see (the chains coming up). */
@@ -38,7 +44,10 @@ export function createReadCache(
   // Unknown until the first poll answers: nothing is cached before then.
   let version: string | undefined;
   // Least recently used entries make room for new ones past maxEntries (bounded-lru.ts).
-  const entries = boundedLru<string, { version: string; value: Promise<unknown> }>(maxEntries);
+  const entries = boundedLru<
+    string,
+    { version: string; value: Promise<unknown>; settled?: { value: unknown } }
+  >(maxEntries);
 
   async function refresh() {
     const next = await readModelVersion(db);
@@ -77,11 +86,28 @@ export function createReadCache(
       }
       counts.miss++;
       const value = load();
-      entries.set(key, { version: at, value });
-      value.catch(() => {
-        if (entries.get(key)?.value === value) entries.delete(key);
-      });
+      const entry: { version: string; value: Promise<unknown>; settled?: { value: unknown } } = {
+        version: at,
+        value,
+      };
+      entries.set(key, entry);
+      value.then(
+        (answered) => {
+          entry.settled = { value: answered };
+        },
+        () => {
+          if (entries.get(key)?.value === value) entries.delete(key);
+        },
+      );
       return value;
+    },
+    peek<T>(key: string): { value: T } | undefined {
+      const at = version;
+      if (at === undefined) return undefined;
+      const hit = entries.get(key);
+      if (hit?.settled === undefined || hit.version !== at) return undefined;
+      counts.hit++;
+      return hit.settled as { value: T };
     },
     refresh,
     invalidate() {

@@ -9,6 +9,7 @@ import { partnerOf } from '../../src/api/partner-identity.ts';
 import { FAILED_AUTH_LIMIT, partnerScope, RATE_LIMITS } from '../../src/api/partner-scope.ts';
 import { createApiKeysRepo } from '../../src/db/api-keys.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
+import { wireDependencies } from '../../src/http/dependencies.ts';
 import { createRedis } from '../../src/redis.ts';
 import { buildApp } from '../../src/server/app.ts';
 import { buildTestApp } from '../helpers/builders.ts';
@@ -319,4 +320,119 @@ describe('partner scope', () => {
       }
     },
   );
+});
+
+/**
+ * The same rules when the key's record comes from the API's read cache, as in the service: a
+ * working key the cache holds is admitted and counted without a promise (the hook's synchronous
+ * path), and every refusal still answers as above.
+ */
+describe('partner scope, keys answered from the read cache', () => {
+  let t: TestDatabase;
+  let partnerId: string;
+
+  beforeAll(async () => {
+    t = await freshDatabase('pglite');
+    partnerId = (await createPartnersRepo(t.db).create('Acme')).id;
+  });
+  afterAll(async () => {
+    await t.drop();
+  });
+
+  async function cachedSetup(clock?: () => number) {
+    const deps = wireDependencies({ db: t.db, readCache: { pollMs: 60_000 } });
+    await deps.cache.refresh();
+    let lookups = 0;
+    const keys = {
+      findByKey: (key: string) => {
+        lookups++;
+        return deps.keys.findByKey(key);
+      },
+      cachedByKey: deps.keys.cachedByKey,
+    };
+    const app = await buildTestApp({ db: t.db });
+    contracts.push(attachContractCheck(app));
+    await app.register(partnerScope, {
+      keys,
+      routes: [whoami],
+      windowMs: 60_000,
+      ...(clock ? { clock } : {}),
+    });
+    await app.ready();
+    return { app, deps, lookups: () => lookups };
+  }
+  afterEach(() => {
+    const off = contracts.flatMap((c) => c.violations()).filter((v) => !TEST_ONLY.test(v));
+    contracts.length = 0;
+    expect(off, 'responses off the OpenAPI document').toEqual([]);
+  });
+
+  it('looks a key up once, then admits and counts it from memory, exhausting the budget exactly', async () => {
+    const sandbox = (await createApiKeysRepo(t.db).create(partnerId, 'test')).key;
+    let now = 7_000_000;
+    const { app, deps, lookups } = await cachedSetup(() => now);
+    for (let i = 1; i <= RATE_LIMITS.test; i++) {
+      const ok = await app.inject({
+        url: '/api/partner/_whoami',
+        headers: { 'x-api-key': sandbox },
+      });
+      expect(ok.statusCode, `request ${i}`).toBe(200);
+      expect(ok.json().data).toMatchObject({ partnerId, environment: 'test' });
+      expect(ok.headers['ratelimit-limit']).toBe(String(RATE_LIMITS.test));
+      expect(ok.headers['ratelimit-remaining']).toBe(String(RATE_LIMITS.test - i));
+      expect(ok.headers['ratelimit-reset']).toBe('60');
+    }
+    // One lookup, by the first request; the other 99 were answered from the cache.
+    expect(lookups()).toBe(1);
+    now += 59_000;
+    const over = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': sandbox },
+    });
+    expect(over.statusCode).toBe(429);
+    expect(over.json()).toMatchObject({ success: false, code: 'rate_limited' });
+    expect(over.headers['retry-after']).toBe('1');
+    expect(over.headers['ratelimit-remaining']).toBe('0');
+    expect(lookups()).toBe(1);
+    now += 1_000; // the window has ended
+    const after = await app.inject({
+      url: '/api/partner/_whoami',
+      headers: { 'x-api-key': sandbox },
+    });
+    expect(after.statusCode).toBe(200);
+    expect(after.headers['ratelimit-remaining']).toBe(String(RATE_LIMITS.test - 1));
+    await app.close();
+    deps.cache.close();
+  });
+
+  it('refuses unknown and revoked keys the cache holds, and a rolled key from its end', async () => {
+    const repo = createApiKeysRepo(t.db);
+    const revoked = await repo.create(partnerId, 'live');
+    await repo.revoke(revoked.record.id);
+    const rolled = await repo.create(partnerId, 'live');
+    // A roll's overlap: the key works until its end, 1.5 s from now.
+    await t.db.query(
+      `UPDATE api_keys SET revoked_at = now() + interval '1500 milliseconds' WHERE id = $1`,
+      [rolled.record.id],
+    );
+    const { app, deps } = await cachedSetup();
+    await deps.cache.refresh();
+    const unknown = `svc_live_${'B'.repeat(43)}`;
+    const ask = (key: string) =>
+      app.inject({ url: '/api/partner/_whoami', headers: { 'x-api-key': key } });
+    for (let round = 0; round < 2; round++) {
+      // The second round finds each record (or its absence) in the cache.
+      expect((await ask(unknown)).json().code).toBe('invalid_api_key');
+      expect((await ask(revoked.key)).json().code).toBe('revoked_api_key');
+      expect((await ask(rolled.key)).statusCode).toBe(200);
+    }
+    expect(deps.keys.cachedByKey?.(rolled.key)?.value?.id).toBe(rolled.record.id);
+    await new Promise((r) => setTimeout(r, 1_600));
+    // Still the cached record, now past its end.
+    const ended = await ask(rolled.key);
+    expect(ended.statusCode).toBe(401);
+    expect(ended.json().code).toBe('revoked_api_key');
+    await app.close();
+    deps.cache.close();
+  });
 });

@@ -30,6 +30,7 @@ const BELOW = [
   'telemetry/',
   'errors.ts',
   'ids.ts',
+  'sha256.ts',
   'logger.ts',
   'log-destination.ts',
   'url-secrets.ts',

@@ -4,8 +4,8 @@
  * is stored; lookups hash the presented key, so comparing stored and presented values never runs
  * over the secret itself, and the final equality check is constant-time.
  */
-import * as crypto from 'node:crypto';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256, sha256Base64url } from '../sha256.ts';
 import type { Environment } from './products.ts';
 
 export const KEY_PREFIX = { live: 'svc_live_', test: 'svc_test_' } as const satisfies Record<
@@ -18,28 +18,13 @@ export function generateApiKey(environment: Environment): string {
   return `${KEY_PREFIX[environment]}${randomBytes(32).toString('base64url')}`;
 }
 
-/**
- * crypto.hash (Node ≥ 20.12): a one-shot digest without a Hash object per call. Every API request
- * hashes its key, and the Hash objects were ~3 % of the API's CPU under load. Not in the Node 20
- * type definitions, hence the cast; the fallback keeps older runtimes working.
- */
-const oneShot = (
-  crypto as unknown as {
-    hash?: (algorithm: string, data: string, outputEncoding: 'buffer' | 'base64url') => unknown;
-  }
-).hash;
-
 export function hashApiKey(key: string): Buffer {
-  return oneShot
-    ? (oneShot('sha256', key, 'buffer') as Buffer)
-    : createHash('sha256').update(key, 'utf8').digest();
+  return sha256(key);
 }
 
 /** The key's SHA-256 as base64url: the API's cache id for a key (never the key itself). */
 export function apiKeyDigest(key: string): string {
-  return oneShot
-    ? (oneShot('sha256', key, 'base64url') as string)
-    : hashApiKey(key).toString('base64url');
+  return sha256Base64url(key);
 }
 
 /** The environment a key claims by its prefix, or undefined for a string that is no key of ours. */

@@ -17,7 +17,7 @@
  * per client address instead (EMBED_RATE_LIMIT_PER_MINUTE), assets excepted.
  */
 
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -44,6 +44,7 @@ import type { ReadCache } from '../http/read-cache.ts';
 import { createTtlCache, type TtlCache } from '../http/ttl-cache.ts';
 import { isId } from '../ids.ts';
 import type { Redis } from '../redis.ts';
+import { sha256 } from '../sha256.ts';
 import { dataError } from '../webhooks/inbound-schemas.ts';
 import type { EmbedAssets } from './assets.ts';
 import { ERROR_PAGE_CSP, embedCsp, hostExampleCsp } from './csp.ts';
@@ -327,7 +328,7 @@ export function embedPlugin(options: EmbedPluginOptions): FastifyPluginAsyncType
           // One report per transaction: a retry of the same report is a duplicate, not a new row.
           idempotencyKey: `embed:${product.chainId}:${txHash}`,
           eventType,
-          bodySha256: createHash('sha256').update(raw).digest(),
+          bodySha256: sha256(raw),
           body: raw,
           occurredAt: new Date(JSON.parse(raw).occurred_at),
           tx: { productId: product.id, chainId: product.chainId, txHash },

@@ -18,7 +18,7 @@
  *      idempotency_conflict.
  * The secret and the signature are never logged (the access log carries no headers).
  */
-import { createHash } from 'node:crypto';
+
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -28,6 +28,7 @@ import type { ProductsRepo } from '../../db/products.ts';
 import { ApiError } from '../../http/errors.ts';
 import { InboundAck } from '../../http/schemas.ts';
 import { unsafeTextAt } from '../../http/text-check.ts';
+import { sha256 } from '../../sha256.ts';
 import { inboundEvents } from '../../telemetry/metrics.ts';
 import {
   dataError,
@@ -242,7 +243,7 @@ export function inboundWebhookRoute(deps: InboundWebhookDeps): FastifyPluginAsyn
           environment: caller.environment,
           idempotencyKey,
           eventType,
-          bodySha256: createHash('sha256').update(raw).digest(),
+          bodySha256: sha256(raw),
           body: raw.toString('utf8'),
           occurredAt: body.occurredAt,
           ...(tx ? { tx } : {}),

@@ -17,6 +17,7 @@ import { buildTestApp } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { provisionFromDeployment } from '../helpers/local-products.ts';
+import { waitFor } from '../helpers/process.ts';
 
 type App = Awaited<ReturnType<typeof buildApp>>;
 
@@ -106,6 +107,64 @@ describe('position and health on a local chain', () => {
     const cents = frac.slice(0, 2).replace(/0+$/, '');
     expect(body.data.usd_value).toBe(cents ? `${whole}.${cents}` : whole);
     expect(res.headers['cache-control']).toBe('private, max-age=30');
+  });
+
+  it('renders a cached reading once: same bytes again, each wallet its own, a new USD price at once', async () => {
+    // Chain reads cached as the service caches them (the other tests read afresh every time).
+    const cached = await buildTestApp({
+      db: t.db,
+      chains: [{ chainId: chain.deployment.chainId, name: 'Local', evm: true, client }],
+      chainReads: { timeoutMs: 1500, cacheMs: 60_000, headMs: 60_000 },
+    });
+    contracts.push(attachContractCheck(cached));
+    try {
+      const e = engine('acme-live-usdc-core');
+      const [a, b] = [e.holders[0]!, e.holders[1]!];
+      const ask = async (wallet: string) => {
+        const res = await cached.inject({
+          url: `/api/partner/products/${e.slug}/position?address=${wallet.toLowerCase()}`,
+          headers: { 'x-api-key': acmeLive },
+        });
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+        return res;
+      };
+      const first = await ask(a);
+      const again = await ask(a);
+      expect(again.body).toBe(first.body);
+      const other = (await ask(b)).json().data;
+      expect(other.wallet_address).toBe(getAddress(b));
+      const shares = await client.readContract({
+        address: e.address,
+        abi: erc4626Abi,
+        functionName: 'balanceOf',
+        args: [b],
+      });
+      expect(other.shares).toBe(viemFormatUnits(shares, 12));
+      // The product's price changes while the chain reading stays cached: the next answers use it.
+      const assets = first.json().data.assets as string;
+      await t.db.query(`UPDATE products SET usd_price = '2' WHERE slug = $1`, [e.slug]);
+      const repriced = await waitFor(
+        async () => {
+          const data = (await ask(a)).json().data;
+          return data.usd_value !== first.json().data.usd_value ? data : undefined;
+        },
+        10_000,
+        'the new USD price in the position',
+      );
+      expect(repriced.assets).toBe(assets);
+      const [whole, frac = ''] = assets.split('.');
+      const doubled = (BigInt(whole!) * 1_000_000n + BigInt(frac.padEnd(6, '0'))) * 2n;
+      const cents = (doubled / 10_000n) % 100n;
+      expect(repriced.usd_value).toBe(
+        `${doubled / 1_000_000n}${cents === 0n ? '' : `.${String(cents).padStart(2, '0').replace(/0$/, '')}`}`,
+      );
+    } finally {
+      await t.db.query(`UPDATE products SET usd_price = NULL WHERE slug = $1`, [
+        engine('acme-live-usdc-core').slug,
+      ]);
+      await cached.close();
+    }
   });
 
   it('accepts lower-case, upper-case and valid checksum addresses; answers zero for a non-holder', async () => {

@@ -1,10 +1,11 @@
 /** GET /api/partner/products/{slug}/position: one wallet's shares, assets and USD value, live. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { getAddress, isAddress } from 'viem';
-import type { ProductsRepo } from '../../db/products.ts';
+import type { Product, ProductsRepo } from '../../db/products.ts';
 import type { RedeemRequestsRepo } from '../../db/redeem-requests.ts';
-import type { ChainReader } from '../../http/chain-reader.ts';
+import type { ChainReader, PositionReading } from '../../http/chain-reader.ts';
 import { ApiError } from '../../http/errors.ts';
 import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { formatUnits, usdValue } from '../../money/index.ts';
@@ -73,12 +74,19 @@ export function parseWalletAddress(raw: string | undefined): `0x${string}` {
   return getAddress(raw.toLowerCase());
 }
 
+/** Sends JSON text as it is (Fastify's typed reply only takes the schema's object). */
+const sendJsonText = (reply: FastifyReply, json: string) =>
+  reply.type('application/json; charset=utf-8').send(json);
+
 export function positionRoute(deps: {
   products: ProductsRepo;
   chain: ChainReader;
   /** The followed redeem requests (src/sync/exits.ts); without it, no request is listed. */
   requests?: RedeemRequestsRepo;
 }): FastifyPluginAsyncTypebox {
+  // Answers rendered per product object and reading (see the handler); both are the caches' own
+  // objects, so an entry goes when either leaves its cache.
+  const rendered = new WeakMap<Product, WeakMap<PositionReading, string>>();
   return async (app) => {
     app.get(
       '/api/partner/products/:slug/position',
@@ -113,12 +121,21 @@ export function positionRoute(deps: {
           product.vaultKind === 'async' && deps.requests
             ? await deps.requests.openFor(product.id, wallet)
             : [];
-        const { shares, assets, requests } = await deps.chain.readPosition(
+        const reading = await deps.chain.readPosition(
           product,
           wallet,
           reply.elapsedTime,
           followed.map((r) => r.requestId),
         );
+        // With no request in flight the answer is a function of the product and the reading
+        // alone, both kept as they are while cached (the reading for seconds, chain-reader.ts; the
+        // product until the read model changes): rendered once for them, not once per request.
+        const renderedFor = followed.length === 0 ? rendered.get(product) : undefined;
+        const ready = renderedFor?.get(reading);
+        if (ready !== undefined) {
+          return sendJsonText(reply, ready);
+        }
+        const { shares, assets, requests } = reading;
         const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
         const shareDecimals = product.shareDecimals ?? product.assetDecimals;
         const inFlight = followed.flatMap((row, i) => {
@@ -141,7 +158,7 @@ export function positionRoute(deps: {
             },
           ];
         });
-        return {
+        const answer = {
           success: true as const,
           data: {
             wallet_address: wallet,
@@ -152,6 +169,16 @@ export function positionRoute(deps: {
             redeem_requests: inFlight,
           },
         };
+        if (followed.length > 0) return answer;
+        // The route's own serialiser: the very bytes it would send for this answer.
+        const body = reply.serialize(answer) as string;
+        let forProduct = rendered.get(product);
+        if (forProduct === undefined) {
+          forProduct = new WeakMap();
+          rendered.set(product, forProduct);
+        }
+        forProduct.set(reading, body);
+        return sendJsonText(reply, body);
       },
     );
   };

@@ -167,6 +167,43 @@ describe('position and health on a local chain', () => {
     }
   });
 
+  it('renders a cached health reading once, and a product change at once', async () => {
+    const cached = await buildTestApp({
+      db: t.db,
+      chains: [{ chainId: chain.deployment.chainId, name: 'Local', evm: true, client }],
+      chainReads: { timeoutMs: 1500, cacheMs: 60_000, headMs: 60_000 },
+    });
+    contracts.push(attachContractCheck(cached));
+    const e = engine('acme-live-usdc-core');
+    try {
+      const ask = async () => {
+        const res = await cached.inject({
+          url: `/api/partner/products/${e.slug}/health`,
+          headers: { 'x-api-key': acmeLive },
+        });
+        expect(res.statusCode).toBe(200);
+        return res;
+      };
+      const first = await ask();
+      expect((await ask()).body).toBe(first.body);
+      expect(first.json().data.notes).not.toContain('Deprecated');
+      // The reading stays cached; the product's state is the read model's, seen at once.
+      await t.db.query(`UPDATE products SET status = 'deprecated' WHERE slug = $1`, [e.slug]);
+      const deprecated = await waitFor(
+        async () => {
+          const data = (await ask()).json().data;
+          return data.notes.includes('Deprecated') ? data : undefined;
+        },
+        10_000,
+        'the deprecation in the health notes',
+      );
+      expect(deprecated.last_block).toBe(first.json().data.last_block);
+    } finally {
+      await t.db.query(`UPDATE products SET status = 'active' WHERE slug = $1`, [e.slug]);
+      await cached.close();
+    }
+  });
+
   it('accepts lower-case, upper-case and valid checksum addresses; answers zero for a non-holder', async () => {
     const e = engine('acme-live-usdc-core');
     const holder = getAddress(e.holders[0]!);

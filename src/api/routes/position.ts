@@ -1,15 +1,15 @@
 /** GET /api/partner/products/{slug}/position: one wallet's shares, assets and USD value, live. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { getAddress, isAddress } from 'viem';
-import type { Product, ProductsRepo } from '../../db/products.ts';
+import type { ProductsRepo } from '../../db/products.ts';
 import type { RedeemRequestsRepo } from '../../db/redeem-requests.ts';
 import type { ChainReader, PositionReading } from '../../http/chain-reader.ts';
 import { ApiError } from '../../http/errors.ts';
 import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { formatUnits, usdValue } from '../../money/index.ts';
 import { productOf } from '../product-access.ts';
+import { renderedAnswers, sendJsonText } from '../rendered-answers.ts';
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
@@ -74,19 +74,13 @@ export function parseWalletAddress(raw: string | undefined): `0x${string}` {
   return getAddress(raw.toLowerCase());
 }
 
-/** Sends JSON text as it is (Fastify's typed reply only takes the schema's object). */
-const sendJsonText = (reply: FastifyReply, json: string) =>
-  reply.type('application/json; charset=utf-8').send(json);
-
 export function positionRoute(deps: {
   products: ProductsRepo;
   chain: ChainReader;
   /** The followed redeem requests (src/sync/exits.ts); without it, no request is listed. */
   requests?: RedeemRequestsRepo;
 }): FastifyPluginAsyncTypebox {
-  // Answers rendered per product object and reading (see the handler); both are the caches' own
-  // objects, so an entry goes when either leaves its cache.
-  const rendered = new WeakMap<Product, WeakMap<PositionReading, string>>();
+  const rendered = renderedAnswers<PositionReading>();
   return async (app) => {
     app.get(
       '/api/partner/products/:slug/position',
@@ -127,11 +121,9 @@ export function positionRoute(deps: {
           reply.elapsedTime,
           followed.map((r) => r.requestId),
         );
-        // With no request in flight the answer is a function of the product and the reading
-        // alone, both kept as they are while cached (the reading for seconds, chain-reader.ts; the
-        // product until the read model changes): rendered once for them, not once per request.
-        const renderedFor = followed.length === 0 ? rendered.get(product) : undefined;
-        const ready = renderedFor?.get(reading);
+        // With no request in flight the answer is a function of the product and the reading alone:
+        // rendered once for them (rendered-answers.ts).
+        const ready = followed.length === 0 ? rendered.get(product, reading) : undefined;
         if (ready !== undefined) {
           return sendJsonText(reply, ready);
         }
@@ -172,12 +164,7 @@ export function positionRoute(deps: {
         if (followed.length > 0) return answer;
         // The route's own serialiser: the very bytes it would send for this answer.
         const body = reply.serialize(answer) as string;
-        let forProduct = rendered.get(product);
-        if (forProduct === undefined) {
-          forProduct = new WeakMap();
-          rendered.set(product, forProduct);
-        }
-        forProduct.set(reading, body);
+        rendered.set(product, reading, body);
         return sendJsonText(reply, body);
       },
     );

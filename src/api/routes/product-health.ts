@@ -3,9 +3,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ScheduledFeeChange } from '../../chain/read-scheduled-fee-change.ts';
 import type { ProductsRepo } from '../../db/products.ts';
-import type { ChainReader } from '../../http/chain-reader.ts';
+import type { ChainReader, HealthReading } from '../../http/chain-reader.ts';
 import { Ok, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
+import { renderedAnswers, sendJsonText } from '../rendered-answers.ts';
 
 export const Health = Type.Object(
   {
@@ -32,6 +33,7 @@ export function productHealthRoute(deps: {
   products: ProductsRepo;
   chain: ChainReader;
 }): FastifyPluginAsyncTypebox {
+  const rendered = renderedAnswers<HealthReading>();
   return async (app) => {
     app.get(
       '/api/partner/products/:slug/health',
@@ -54,6 +56,9 @@ export function productHealthRoute(deps: {
       async (request, reply) => {
         const product = await productOf(request, deps.products);
         const h = await deps.chain.readHealth(product, reply.elapsedTime);
+        // A function of the product and the reading alone: rendered once for them.
+        const ready = rendered.get(product, h);
+        if (ready !== undefined) return sendJsonText(reply, ready);
         const notes = [
           product.status === 'deprecated' ? 'Deprecated: withdrawals only; hide deposits.' : '',
           h.isPaused ? 'Engine paused: deposits are off; withdrawals work.' : '',
@@ -68,7 +73,7 @@ export function productHealthRoute(deps: {
         ]
           .filter(Boolean)
           .join(' ');
-        return {
+        const answer = {
           success: true as const,
           data: {
             is_paused: h.isPaused,
@@ -77,6 +82,10 @@ export function productHealthRoute(deps: {
             notes,
           },
         };
+        // The route's own serialiser: the very bytes it would send for this answer.
+        const body = reply.serialize(answer) as string;
+        rendered.set(product, h, body);
+        return sendJsonText(reply, body);
       },
     );
   };

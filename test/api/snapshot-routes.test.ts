@@ -12,7 +12,6 @@ import type { buildApp } from '../../src/server/app.ts';
 import { address, buildTestApp, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck, type ContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, storageEngines, type TestDatabase } from '../helpers/db.ts';
-import { waitFor } from '../helpers/process.ts';
 import { daysEnding, insertSnapshots } from '../helpers/snapshots.ts';
 
 const NOW = new Date('2026-06-30T12:00:00Z');
@@ -375,45 +374,6 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         apy_basis: 'engine',
         apy_window: '1d',
       });
-    });
-
-    it('answers a repeated amount with the same bytes, and a new APY as soon as it is stored', async () => {
-      const ask = () =>
-        get(`/api/partner/products/sand/yield-calc?amount=${encodeURIComponent('250')}`, sandbox);
-      const first = await ask();
-      expect(first.statusCode).toBe(200);
-      expect((await ask()).body).toBe(first.body);
-      expect(first.json().data).toMatchObject({
-        net_apy_for_user: '0.045000',
-        annual_yield: '11.25',
-      });
-      const sand = (await createProductsRepo(t.db).getBySlug('sand'))!;
-      const setApy = (apy: string) =>
-        t.db.query(
-          `UPDATE daily_snapshots SET net_apy_for_user = $2 WHERE product_id = $1 AND date = '2026-06-29'`,
-          [sand.id, apy],
-        );
-      await setApy('0.050000');
-      try {
-        // The answer rendered for 250 must not outlive the APY it was priced at.
-        const repriced = await waitFor(
-          async () => {
-            const data = (await ask()).json().data;
-            return data.net_apy_for_user === '0.050000' ? data : undefined;
-          },
-          10_000,
-          'the new APY in the projection',
-        );
-        expect(repriced.annual_yield).toBe('12.5');
-      } finally {
-        await setApy('0.045000');
-        await waitFor(
-          async () =>
-            (await ask()).json().data.net_apy_for_user === '0.045000' ? true : undefined,
-          10_000,
-          'the APY restored',
-        );
-      }
     });
 
     it.each([

@@ -4,16 +4,13 @@
  * paused product answers 503 product_paused and a deprecated one 410 product_deprecated.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { LRUCache } from 'lru-cache';
-import { type Static, Type } from 'typebox';
-import type { Product, ProductsRepo } from '../../db/products.ts';
+import { Type } from 'typebox';
+import type { ProductsRepo } from '../../db/products.ts';
 import type { SnapshotReads } from '../../db/snapshot-reads.ts';
-import { boundedLru } from '../../http/bounded-lru.ts';
 import { ApiError } from '../../http/errors.ts';
 import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { parseAmount, projectYield } from '../../money/index.ts';
 import { productOf } from '../product-access.ts';
-import { sendJsonText } from '../rendered-answers.ts';
 
 export const YieldProjection = Type.Object(
   {
@@ -34,16 +31,10 @@ export const YieldProjection = Type.Object(
   { title: 'YieldProjection', additionalProperties: false },
 );
 
-const YieldAnswer = Ok(YieldProjection);
-
-/** Rendered answers kept per product object, by window and amount (least recently used out). */
-const ANSWERS_PER_PRODUCT = 256;
-
 export function yieldCalcRoute(deps: {
   products: ProductsRepo;
   snapshots: SnapshotReads;
 }): FastifyPluginAsyncTypebox {
-  const answers = new WeakMap<Product, LRUCache<string, string>>();
   return async (app) => {
     app.get(
       '/api/partner/products/:slug/yield-calc',
@@ -69,7 +60,7 @@ export function yieldCalcRoute(deps: {
               }),
             ),
           }),
-          response: { 200: YieldAnswer },
+          response: { 200: Ok(YieldProjection) },
         },
         config: {
           cacheControl: 'no-store',
@@ -78,7 +69,7 @@ export function yieldCalcRoute(deps: {
           errorCodes: ['invalid_amount', 'invalid_apy_window', 'service_unavailable'],
         },
       },
-      async (request, reply) => {
+      async (request) => {
         const raw = request.query.amount;
         // Shape first (before the slug): a plain positive decimal within 2^256. The decimals limit
         // needs the product, so it is checked once the product is known.
@@ -102,22 +93,6 @@ export function yieldCalcRoute(deps: {
           }
         });
         if (!amount.ok) throw new ApiError('invalid_amount'); // checked above; narrows the type
-        // Every check is done. The answer is a function of the product's read model (its APYs
-        // included: a new snapshot replaces the cached product object), the window and the amount
-        // as written: a calculator's usual amounts are rendered once per product, not per request.
-        const memoKey = `${window}:${raw}`;
-        const ready = answers.get(product)?.get(memoKey);
-        if (ready !== undefined) return sendJsonText(reply, ready);
-        const send = (answer: Static<typeof YieldAnswer>) => {
-          const body = reply.serialize(answer) as string;
-          let forProduct = answers.get(product);
-          if (forProduct === undefined) {
-            forProduct = boundedLru(ANSWERS_PER_PRODUCT);
-            answers.set(product, forProduct);
-          }
-          forProduct.set(memoKey, body);
-          return sendJsonText(reply, body);
-        };
         if (window !== '1d') {
           const realised = await deps.snapshots.latestRealisedNetApy(
             product.id,
@@ -130,14 +105,14 @@ export function yieldCalcRoute(deps: {
               { 'retry-after': String(secondsToNextUtcDay(new Date())) },
             );
           }
-          return send({
+          return {
             success: true as const,
             data: {
               ...projectYield(amount.base, product.assetDecimals, realised),
               apy_basis: 'engine' as const,
               apy_window: window,
             },
-          });
+          };
         }
         const apy = await deps.snapshots.latestNetApy(product.id);
         if (apy === undefined) {
@@ -149,14 +124,14 @@ export function yieldCalcRoute(deps: {
             { 'retry-after': String(secondsToNextUtcDay(new Date())) },
           );
         }
-        return send({
+        return {
           success: true as const,
           data: {
             ...projectYield(amount.base, product.assetDecimals, apy.value),
             apy_basis: apy.basis,
             apy_window: '1d' as const,
           },
-        });
+        };
       },
     );
   };

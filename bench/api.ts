@@ -41,6 +41,8 @@ const CONNECTIONS = 50;
 const KEYS = 3000;
 /** BENCH_METRICS=1: on/off rounds per endpoint (their medians are compared). */
 const METRICS_ROUNDS = Number(process.env.BENCH_METRICS_ROUNDS ?? 3);
+/** BENCH_ROUNDS: how many times the whole sequence runs (each ratio: the median of its rounds). */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -325,19 +327,34 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     // BENCH_ONLY=fee-stats,products (substrings of scenario names; the bare route always runs).
     const only = process.env.BENCH_ONLY?.split(',');
     const metricsCompare: Array<{ name: string; off: number; on: number }> = [];
-    const results = [];
-    for (const s of scenarios.filter(
-      (x, i) => i === 0 || !only || only.some((o) => x.name.includes(o)),
-    )) {
+    const chosen = scenarios.filter((x, i) => {
+      if (i === 0 || !only) return true;
       // BENCH_ONLY keeps an endpoint's neighbouring baseline with it.
-      if (only && s.name.startsWith('  bare constant route, beside ')) {
-        const of = s.name.slice('  bare constant route, beside '.length);
-        if (!only.some((o) => of.includes(o))) continue;
+      if (x.name.startsWith('  bare constant route, beside ')) {
+        const of = x.name.slice('  bare constant route, beside '.length);
+        return only.some((o) => of.includes(o));
       }
-      const r = await run(s, keys);
-      results.push(r);
-      console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
+      return only.some((o) => x.name.includes(o));
+    });
+    // BENCH_ROUNDS: the whole sequence again, so each ratio is the median of its rounds, each
+    // taken beside its own baseline (one round moved an endpoint by ±10 µs an answer).
+    const rounds: Array<Awaited<ReturnType<typeof run>>[]> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      if (ROUNDS > 1) console.log(`  round ${round + 1} of ${ROUNDS}`);
+      const these = [];
+      for (const s of chosen) {
+        const r = await run(s, keys);
+        these.push(r);
+        console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
+      }
+      rounds.push(these);
     }
+    // The table shows each scenario's median round (by req/s), and its highest RSS of all rounds.
+    const results = chosen.map((_, i) => {
+      const runs = rounds.map((r) => r[i]!).sort((a, b) => a.rps - b.rps);
+      const mid = runs[Math.floor(runs.length / 2)]!;
+      return { ...mid, peakRssMb: Math.max(...runs.map((r) => r.peakRssMb)) };
+    });
     const bareRps = results[0]!.rps;
     if (withMetrics && withoutMetrics) {
       const metricsBase = /listening on (http:\/\/\S+)/.exec(withMetrics.out())![1]!;
@@ -417,10 +434,14 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     for (const g of goals) {
       const at = results.findIndex((r) => r.name === g.name);
       // The list endpoints' twin runs after them; the constant route runs before the others.
-      const twin = at < 0 ? undefined : results[g.baseline === 'bytes' ? at + 1 : at - 1];
+      const twinAt = g.baseline === 'bytes' ? at + 1 : at - 1;
+      const twin = at < 0 ? undefined : results[twinAt];
       const expected = g.baseline === 'bytes' ? 'bare, bytes of' : 'bare constant route';
       if (at < 0 || !twin?.name.includes(expected)) continue;
-      const ratio = results[at]!.rps / twin.rps;
+      // The median of the rounds' ratios, each of an endpoint and the baseline run beside it.
+      const ratios = rounds.map((r) => r[at]!.rps / r[twinAt]!.rps);
+      const ratio = median(ratios);
+      const cpuRatios = rounds.map((r) => r[twinAt]!.cpuUsPerRequest / r[at]!.cpuUsPerRequest);
       const meets = g.goal === undefined || ratio >= g.goal;
       if (!meets) missed++;
       const against =
@@ -430,9 +451,10 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       // The same comparison by the server's CPU per answer (baseline's ÷ endpoint's): what the
       // ratio of req/s would be if both were limited by their own CPU alone. Steadier than req/s
       // when other work shares the cores; printed beside it, the goal is judged on req/s.
-      const cpuRatio = twin.cpuUsPerRequest / results[at]!.cpuUsPerRequest;
+      const cpuRatio = median(cpuRatios);
+      const each = ROUNDS > 1 ? ` [rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')}]` : '';
       console.log(
-        `  ${g.name.padEnd(26)} ${ratio.toFixed(2)} of ${against} (${Math.round(results[at]!.rps)} vs ${Math.round(twin.rps)} req/s)${g.goal === undefined ? '' : `, goal >= ${g.goal.toFixed(2)}: ${meets ? 'met' : 'NOT met'}`}; by CPU per answer ${cpuRatio.toFixed(2)} (${Math.round(results[at]!.cpuUsPerRequest)} vs ${Math.round(twin.cpuUsPerRequest)} µs)`,
+        `  ${g.name.padEnd(26)} ${ratio.toFixed(2)}${each} of ${against} (${Math.round(results[at]!.rps)} vs ${Math.round(twin.rps)} req/s)${g.goal === undefined ? '' : `, goal >= ${g.goal.toFixed(2)}: ${meets ? 'met' : 'NOT met'}`}; by CPU per answer ${cpuRatio.toFixed(2)} (${Math.round(results[at]!.cpuUsPerRequest)} vs ${Math.round(twin.cpuUsPerRequest)} µs)`,
       );
     }
     const peakRss = Math.max(...results.filter((r) => r.pid === apiPid).map((r) => r.peakRssMb));
@@ -444,9 +466,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
         .map((l) => l.toFixed(2))
         .join(' ')}`,
     );
-    const failed = results.filter((r) => r.non2xx > 0 || r.errors > 0);
+    const failed = rounds.flat().filter((r) => r.non2xx > 0 || r.errors > 0);
     if (failed.length) {
-      console.error(`errors answered by: ${failed.map((r) => r.name).join(', ')}`);
+      console.error(`errors answered by: ${[...new Set(failed.map((r) => r.name))].join(', ')}`);
       process.exitCode = 1;
     }
   } finally {

@@ -22,15 +22,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { serviceNodeFlags } from '../scripts/node-flags.ts';
 import { createApiKeysRepo } from '../src/db/api-keys.ts';
 import { createDatabase } from '../src/db/client.ts';
 import { createPartnersRepo } from '../src/db/partners.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/yield-service.mjs');
-/** The Node flags `npm start` (and the bin's shebang) run the service with. */
+/** The Node flags `npm start` (and the bin's shebang) run the service with, read from the shebang. */
 const SERVICE_NODE_FLAGS = [
-  '--max-semi-space-size=2',
+  ...serviceNodeFlags(),
   ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
   // BENCH_NODE_FLAGS: more Node/V8 flags for the service, to try one (space-separated).
   ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),

@@ -1,7 +1,12 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=30 --no-liftoff
+// The service's Node flags (`npm start` and the start:* scripts pass the same; test/node-flags.test.ts
+// holds them together). Each was measured on bench:api (docs/maintainers/decisions.md, "Node flags"):
 // --max-semi-space-size=2 (MiB): V8's young generation otherwise grows to tens of MiB per
-// semi-space under load; measured on bench:api (PostgreSQL) it keeps the API near 150–175 MB RSS
-// instead of 330–380 MB at the same throughput. `npm start` passes it too.
+//   semi-space under load (330–380 MB RSS on PostgreSQL instead of 150–175 MB, same throughput).
+// --heap-growing-percent=30: after each full collection the old generation may grow by 30 % of what
+//   survived before the next one, not V8's default up to 4×: PGlite peak 444 → 325 MB, same CPU.
+// --no-liftoff: WebAssembly (the embedded PGlite) is compiled once by the optimising compiler instead
+//   of a baseline tier first and then again: ~30 MB less memory, same query speed, ~1 s longer start.
 // Runs the TypeScript sources through tsx's loader, so the service needs no build step.
 import { register } from 'tsx/esm/api';
 

@@ -29,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import pino from 'pino';
+import { serviceNodeFlags } from '../scripts/node-flags.ts';
 import { createApiKeysRepo } from '../src/db/api-keys.ts';
 import { createDatabase, type Database } from '../src/db/client.ts';
 import { createInboundSecretsRepo } from '../src/db/inbound-secrets.ts';
@@ -301,7 +302,11 @@ async function outbound(engine: Engine, signing: Signing, pacedRate: number) {
 
 function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
   // X_PROF=1: CPU profiles of the service into /tmp/prof (read with a profile viewer).
-  const flags = process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [];
+  // The service's own Node flags (the bin's shebang), as `npm start` runs it.
+  const flags = [
+    ...serviceNodeFlags(),
+    ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
+  ];
   const child = spawn(process.execPath, [...flags, BIN, 'start'], {
     env: { ...process.env, ...env },
     stdio: 'pipe',

@@ -305,6 +305,8 @@ function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; ur
   // The service's own Node flags (the bin's shebang), as `npm start` runs it.
   const flags = [
     ...serviceNodeFlags(),
+    // BENCH_NODE_FLAGS: more Node/V8 flags for the service, to try one (space-separated), as in bench:api.
+    ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
     ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
   ];
   const child = spawn(process.execPath, [...flags, BIN, 'start'], {

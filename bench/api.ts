@@ -29,9 +29,12 @@ import { createPartnersRepo } from '../src/db/partners.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/yield-service.mjs');
-/** The Node flags `npm start` (and the bin's shebang) run the service with, read from the shebang. */
-const SERVICE_NODE_FLAGS = [
-  ...serviceNodeFlags(),
+/**
+ * The Node flags the service runs with on an engine (the bin's shebang for PGlite, as `npm start`;
+ * `npm run start:api`'s on PostgreSQL): scripts/node-flags.ts.
+ */
+const serviceFlags = (engine: 'pglite' | 'postgres') => [
+  ...serviceNodeFlags(engine),
   ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
   // BENCH_NODE_FLAGS: more Node/V8 flags for the service, to try one (space-separated).
   ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
@@ -203,7 +206,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     }
 
     const api = await start(
-      [...SERVICE_NODE_FLAGS, BIN, 'start'],
+      [...serviceFlags(engine), BIN, 'start'],
       { ...env, ROLES: 'api' },
       /listening on (http:\/\/\S+)/,
     );
@@ -266,7 +269,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     const withMetrics =
       process.env.BENCH_METRICS && engine === 'postgres'
         ? await start(
-            [...SERVICE_NODE_FLAGS, BIN, 'start'],
+            [...serviceFlags(engine), BIN, 'start'],
             { ...env, ROLES: 'api', METRICS_PORT: '0' },
             /Metrics on (http:\/\/\S+)/,
           )
@@ -276,7 +279,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     // side had served ~1.6 M requests more and ran slower than a fresh one: "on" came out faster.)
     const withoutMetrics = withMetrics
       ? await start(
-          [...SERVICE_NODE_FLAGS, BIN, 'start'],
+          [...serviceFlags(engine), BIN, 'start'],
           { ...env, ROLES: 'api' },
           /listening on (http:\/\/\S+)/,
         )

@@ -300,11 +300,14 @@ async function outbound(engine: Engine, signing: Signing, pacedRate: number) {
   }
 }
 
-function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
+function startService(
+  engine: Engine,
+  env: NodeJS.ProcessEnv,
+): Promise<{ child: ChildProcess; url: string }> {
   // X_PROF=1: CPU profiles of the service into /tmp/prof (read with a profile viewer).
-  // The service's own Node flags (the bin's shebang), as `npm start` runs it.
+  // The service's own Node flags on this engine (scripts/node-flags.ts), as it runs there.
   const flags = [
-    ...serviceNodeFlags(),
+    ...serviceNodeFlags(engine),
     // BENCH_NODE_FLAGS: more Node/V8 flags for the service, to try one (space-separated), as in bench:api.
     ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
     ...(process.env.X_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
@@ -359,7 +362,7 @@ async function inbound(engine: Engine) {
   for (let i = 0; i < INBOUND_KEYS; i++) keys.push((await keysRepo.create(partner.id, 'live')).key);
   const { secret } = await createInboundSecretsRepo(db, box).set(partner.id, 'live');
   if (engine === 'pglite') await db.close(); // the service opens the directory itself
-  const service = await startService({
+  const service = await startService(engine, {
     ROLES: 'api',
     DEMO: 'false',
     PORT: '0',

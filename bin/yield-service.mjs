@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=30 --no-liftoff
-// The service's Node flags (`npm start` and the start:* scripts pass the same; test/node-flags.test.ts
-// holds them together). Each was measured on bench:api (docs/maintainers/decisions.md, "Node flags"):
+// The service's Node flags (`npm start` passes the same; the start:* scripts, for processes sharing
+// PostgreSQL, the same with an 8 MiB semi-space: scripts/node-flags.ts, test/node-flags.test.ts).
+// Each was measured on bench:api (docs/maintainers/decisions.md, "Node flags"):
 // --max-semi-space-size=2 (MiB): V8's young generation otherwise grows to tens of MiB per
 //   semi-space under load (330–380 MB RSS on PostgreSQL instead of 150–175 MB, same throughput).
 // --heap-growing-percent=30: after each full collection the old generation may grow by 30 % of what

@@ -19,14 +19,42 @@ describe('the service Node flags', () => {
     expect(flags).toEqual(['--max-semi-space-size=2', '--heap-growing-percent=30', '--no-liftoff']);
   });
 
-  it.each(['start', 'start:api', 'start:worker'])('npm run %s passes the same', (script) => {
-    expect(pkg.scripts[script]).toContain(`node ${flags.join(' ')} bin/yield-service.mjs start`);
+  it('npm start (the embedded default) passes the same', () => {
+    expect(pkg.scripts.start).toContain(`node ${flags.join(' ')} bin/yield-service.mjs start`);
   });
 
-  it('are accepted by this Node (an unknown V8 flag would stop the service starting)', () => {
-    const out = execFileSync(process.execPath, [...flags, '-e', 'process.stdout.write("ok")'], {
-      encoding: 'utf8',
-    });
-    expect(out).toBe('ok');
+  it.each(['start:api', 'start:worker'])(
+    'npm run %s (processes sharing PostgreSQL) passes them with a larger young generation',
+    (script) => {
+      const postgres = serviceNodeFlags('postgres');
+      expect(postgres).toEqual([
+        '--max-semi-space-size=8',
+        '--heap-growing-percent=30',
+        '--no-liftoff',
+      ]);
+      expect(pkg.scripts[script]).toContain(
+        `node ${postgres.join(' ')} bin/yield-service.mjs start`,
+      );
+    },
+  );
+
+  it('the Procfile (processes sharing PostgreSQL) passes the PostgreSQL flags', () => {
+    const procfile = readFileSync(new URL('../Procfile', import.meta.url), 'utf8');
+    const postgres = serviceNodeFlags('postgres').join(' ');
+    for (const role of ['api', 'worker']) {
+      expect(procfile).toContain(`ROLES=${role} node ${postgres} bin/yield-service.mjs start`);
+    }
   });
+
+  it.each(['pglite', 'postgres'] as const)(
+    'are accepted by this Node on %s (an unknown V8 flag would stop the service starting)',
+    (engine) => {
+      const out = execFileSync(
+        process.execPath,
+        [...serviceNodeFlags(engine), '-e', 'process.stdout.write("ok")'],
+        { encoding: 'utf8' },
+      );
+      expect(out).toBe('ok');
+    },
+  );
 });

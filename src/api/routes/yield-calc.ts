@@ -6,10 +6,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ProductsRepo } from '../../db/products.ts';
-import type { SnapshotReads } from '../../db/snapshot-reads.ts';
+import type { ApyBasis, SnapshotReads } from '../../db/snapshot-reads.ts';
 import { ApiError } from '../../http/errors.ts';
 import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
-import { parseAmount, projectYield } from '../../money/index.ts';
+import { type YieldProjection as Projected, parseAmount, projectYield } from '../../money/index.ts';
 import { productOf } from '../product-access.ts';
 
 export const YieldProjection = Type.Object(
@@ -107,11 +107,11 @@ export function yieldCalcRoute(deps: {
           }
           return {
             success: true as const,
-            data: {
-              ...projectYield(amount.base, product.assetDecimals, realised),
-              apy_basis: 'engine' as const,
-              apy_window: window,
-            },
+            data: answerData(
+              projectYield(amount.base, product.assetDecimals, realised),
+              'engine',
+              window,
+            ),
           };
         }
         const apy = await deps.snapshots.latestNetApy(product.id);
@@ -126,14 +126,31 @@ export function yieldCalcRoute(deps: {
         }
         return {
           success: true as const,
-          data: {
-            ...projectYield(amount.base, product.assetDecimals, apy.value),
-            apy_basis: apy.basis,
-            apy_window: '1d' as const,
-          },
+          data: answerData(
+            projectYield(amount.base, product.assetDecimals, apy.value),
+            apy.basis,
+            '1d',
+          ),
         };
       },
     );
+  };
+}
+
+/**
+ * The answer's data with its fields written out, in the schema's order. Spreading the projection
+ * into a literal (`{ ...projected, apy_basis, apy_window }`) gave each answer an object the
+ * response serialiser read more slowly: ~10 µs more CPU an answer and a fifth more scavenging
+ * (#33 item 7, three interleaved pairs of runs, 43–50 against 29–39 µs).
+ */
+function answerData(projected: Projected, basis: ApyBasis, window: '1d' | '7d' | '30d') {
+  return {
+    principal: projected.principal,
+    annual_yield: projected.annual_yield,
+    monthly_yield: projected.monthly_yield,
+    net_apy_for_user: projected.net_apy_for_user,
+    apy_basis: basis,
+    apy_window: window,
   };
 }
 

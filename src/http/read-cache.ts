@@ -123,7 +123,9 @@ export function createReadCache(
 /** A cached answer: its UTF-8 JSON bytes, and their gzip once a client asked for it. */
 interface CachedBody {
   readonly identity: Buffer;
+  /** The gzip, compressing or done; `gzipped` once it is done, so a hit can send it at once. */
   gzip?: Promise<Buffer>;
+  gzipped?: Buffer;
 }
 
 /**
@@ -133,14 +135,19 @@ interface CachedBody {
  * and it is the same bytes the route's schema serialiser would produce (the tests check every
  * response against the OpenAPI document). A client that accepts gzip gets those bytes gzipped, also
  * once per entry (see content-encoding.ts).
+ *
+ * A body the cache already holds is sent at once and nothing is returned: no promise and no
+ * microtask on the most common path of the read endpoints (#33 item 7). Otherwise the returned
+ * promise settles once the body is sent (or rejects with the build's error). A route handler
+ * returns what this returns: Fastify waits for a promise, and a handler that has sent returns none.
  */
-export async function sendCachedJson(
+export function sendCachedJson(
   cache: ReadCache,
   request: FastifyRequest,
   reply: FastifyReply,
   key: string,
   build: () => Promise<unknown>,
-): Promise<void> {
+): Promise<void> | undefined {
   return sendCachedJsonText(cache, request, reply, key, async () => JSON.stringify(await build()));
 }
 
@@ -148,21 +155,55 @@ export async function sendCachedJson(
  * sendCachedJson for a body the route renders as JSON text itself (the events feed splices in each
  * event's stored payload text as it is, so the feed carries the very bytes a webhook sends).
  */
-export async function sendCachedJsonText(
+export function sendCachedJsonText(
   cache: ReadCache,
   request: FastifyRequest,
   reply: FastifyReply,
   key: string,
   build: () => Promise<string>,
-): Promise<void> {
-  const body = await cache.get<CachedBody>(`body:${key}`, async () => ({
-    identity: Buffer.from(await build(), 'utf8'),
-  }));
+): Promise<void> | undefined {
+  const cacheKey = `body:${key}`;
+  const held = cache.peek<CachedBody>(cacheKey);
+  if (held && sendHeld(held.value, request, reply)) return undefined;
+  return cache
+    .get<CachedBody>(cacheKey, async () => ({ identity: Buffer.from(await build(), 'utf8') }))
+    .then((body) => sendCompressing(body, request, reply));
+}
+
+const wantsGzip = (body: CachedBody, request: FastifyRequest) =>
+  body.identity.length >= MIN_GZIP_BYTES && acceptsGzip(request.headers['accept-encoding']);
+
+function sendHeaders(reply: FastifyReply) {
   // The answer depends on Accept-Encoding: shared caches must key on it.
   reply.header('vary', 'accept-encoding');
   reply.type('application/json; charset=utf-8');
-  if (body.identity.length >= MIN_GZIP_BYTES && acceptsGzip(request.headers['accept-encoding'])) {
-    body.gzip ??= gzip(body.identity);
+}
+
+/** Sends a held body if it can be sent now (false: its gzip is wanted and not ready yet). */
+function sendHeld(body: CachedBody, request: FastifyRequest, reply: FastifyReply): boolean {
+  if (!wantsGzip(body, request)) {
+    sendHeaders(reply);
+    reply.send(body.identity);
+    return true;
+  }
+  if (!body.gzipped) return false;
+  sendHeaders(reply);
+  reply.header('content-encoding', 'gzip').send(body.gzipped);
+  return true;
+}
+
+/** Sends a body, compressing it first (once per entry) when the client takes gzip. */
+async function sendCompressing(
+  body: CachedBody,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  sendHeaders(reply);
+  if (wantsGzip(body, request)) {
+    body.gzip ??= gzip(body.identity).then((compressed) => {
+      body.gzipped = compressed;
+      return compressed;
+    });
     const compressed = await body.gzip.catch(() => undefined);
     if (compressed) {
       reply.header('content-encoding', 'gzip').send(compressed);

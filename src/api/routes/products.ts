@@ -129,9 +129,10 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
           response: { 200: Ok(Type.Array(Product)) },
         },
       },
-      async (request, reply) => {
+      // Not async: a cached list is sent without a promise (sendCachedJson).
+      (request, reply) => {
         const caller = partnerOf(request);
-        await sendCachedJson(
+        return sendCachedJson(
           deps.cache,
           request,
           reply,
@@ -145,7 +146,6 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
             };
           },
         );
-        return reply;
       },
     );
 

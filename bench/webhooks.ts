@@ -49,6 +49,8 @@ const EVENTS = 10_000;
 /** Paced load, as a share of the bare sender's burst rate measured in the same run. */
 const PACED_SHARE: Record<Engine, number> = { postgres: 1 / 3, pglite: 1 / 5 };
 const INBOUND_SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** Requests sent before each inbound measurement (JIT, pools, caches). */
+const INBOUND_WARMUP = 30_000;
 // Live keys allow 1,000 requests a minute each: enough keys that the warm-up and the measured
 // seconds stay under budget at 40,000 req/s (with 100 keys, group commit's rate ran past it and a
 // quarter of the answers were 429s).
@@ -378,11 +380,12 @@ async function inbound(engine: Engine) {
   const bare = await startBareInbound(secret);
   let i = 0;
   const run = randomBytes(3).toString('hex');
-  const request = (duration: number, target = service.url) =>
+  // `span`: seconds, or `{ amount }` requests (the warm-ups).
+  const request = (span: number | { amount: number }, target = service.url) =>
     autocannon({
       url: target,
       connections: 50,
-      duration,
+      ...(typeof span === 'number' ? { duration: span } : span),
       requests: [
         {
           method: 'POST',
@@ -406,9 +409,11 @@ async function inbound(engine: Engine) {
     });
   try {
     // Bare, service, bare: a load that drifts during the run weighs on both the same.
-    await request(2, bare.url); // warm-up
+    // Warm-ups by count, not time: the optimising compiler was still busy for the first seconds
+    // of the service's run after a 2 s warm-up (a tenth of its CPU), which no steady state pays.
+    await request({ amount: INBOUND_WARMUP }, bare.url);
     const bareBefore = await request(INBOUND_SECONDS, bare.url);
-    await request(2); // warm-up
+    await request({ amount: INBOUND_WARMUP });
     // Where each answer's CPU goes: the service process, the database server's processes (none on
     // PGlite, which runs inside the service) and the whole machine (the load generator included).
     const machine = startCpuMeter();

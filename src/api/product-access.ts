@@ -60,33 +60,16 @@ const notFound = (slug: string) =>
       : 'No such product.',
   );
 
-/**
- * A product lookup by slug. `heldBySlug`, when the lookup has one (the API's read cache), answers
- * what it already holds without a promise (`{ value }`, since "no such product" is an answer too),
- * or undefined when it holds nothing yet.
- */
-export type ProductLookup = Pick<ProductsRepo, 'getBySlug'> & {
-  heldBySlug?(slug: string): { value: Product | undefined } | undefined;
-};
-
 /** The caller's own product in the caller's environment, whatever its state. */
 export async function findOwnedProduct(
-  products: ProductLookup,
+  products: Pick<ProductsRepo, 'getBySlug'>,
   caller: PartnerIdentity,
   slug: string,
 ): Promise<Product> {
-  assertPossibleSlug(slug);
-  return owned(await products.getBySlug(slug), caller, slug);
-}
-
-function assertPossibleSlug(slug: string): void {
   if (slug.length === 0 || slug.length > MAX_SLUG_LENGTH || !POSSIBLE_SLUG.test(slug)) {
     throw notFound(slug);
   }
-}
-
-/** The product found for a slug, if the caller may see it. */
-function owned(product: Product | undefined, caller: PartnerIdentity, slug: string): Product {
+  const product = await products.getBySlug(slug);
   if (!product) throw notFound(slug);
   if (product.partnerId !== caller.partnerId) throw new ApiError('not_owned');
   if (product.environment !== caller.environment) throw notFound(slug);
@@ -102,7 +85,7 @@ export function assertServed(product: Product, rule: StateRule): void {
 }
 
 export async function resolveProduct(
-  products: ProductLookup,
+  products: Pick<ProductsRepo, 'getBySlug'>,
   caller: PartnerIdentity,
   slug: string,
   rule: StateRule,
@@ -123,28 +106,18 @@ export function declaredRule(request: FastifyRequest): StateRule {
  * The product of a product route's request, checked against the states the route declared.
  * `beforeState` runs between ownership and the state rule: the request-shape checks that need the
  * product (an amount's decimals) come before its state (DECISIONS' order of checks).
- *
- * A product the lookup already holds is answered as it is, not in a promise, and a refusal is then
- * thrown at once: a route awaits either the same way, and a cached product costs no promise chain
- * (#33 item 7). Otherwise the promise of the lookup, checked the same way.
  */
-export function productOf(
+export async function productOf(
   request: FastifyRequest,
-  products: ProductLookup,
+  products: Pick<ProductsRepo, 'getBySlug'>,
   beforeState?: (product: Product) => void,
-): Product | Promise<Product> {
+): Promise<Product> {
   const { slug } = request.params as { slug?: unknown };
   if (typeof slug !== 'string') throw new Error(`${request.routeOptions.url} has no :slug`);
-  const caller = partnerOf(request);
-  const checked = (product: Product) => {
-    beforeState?.(product);
-    assertServed(product, declaredRule(request));
-    return product;
-  };
-  assertPossibleSlug(slug);
-  const held = products.heldBySlug?.(slug);
-  if (held) return checked(owned(held.value, caller, slug));
-  return findOwnedProduct(products, caller, slug).then(checked);
+  const product = await findOwnedProduct(products, partnerOf(request), slug);
+  beforeState?.(product);
+  assertServed(product, declaredRule(request));
+  return product;
 }
 
 declare module 'fastify' {

@@ -16,12 +16,7 @@ import {
 } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
-import {
-  createProductsRepo,
-  type Environment,
-  type Product,
-  type ProductsRepo,
-} from '../db/products.ts';
+import { createProductsRepo, type Environment, type ProductsRepo } from '../db/products.ts';
 import { createSnapshotReads, type SnapshotReads } from '../db/snapshot-reads.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { type ChainReader, createChainReader } from './chain-reader.ts';
@@ -90,13 +85,9 @@ export function wireDependencies(options: WiringOptions): ApiDependencies {
   const cache = createReadCache(db, options.readCache);
 
   const productsRepo = createProductsRepo(db);
-  // heldBySlug: a product the cache holds, without a promise (product-access.ts's productOf).
-  const products: ProductsRepo & {
-    heldBySlug(slug: string): { value: Product | undefined } | undefined;
-  } = {
+  const products: ProductsRepo = {
     ...productsRepo,
     getBySlug: (slug) => cache.get(`slug:${slug}`, () => productsRepo.getBySlug(slug)),
-    heldBySlug: (slug) => cache.peek<Product | undefined>(`slug:${slug}`),
     listForPartner: (partnerId, env) =>
       cache.get(`list:${partnerId}:${env}`, () => productsRepo.listForPartner(partnerId, env)),
   };

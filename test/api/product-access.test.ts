@@ -1,8 +1,7 @@
-import type { FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { productOf, resolveProduct, type StateRule } from '../../src/api/product-access.ts';
+import { resolveProduct, type StateRule } from '../../src/api/product-access.ts';
 import { createPartnersRepo } from '../../src/db/partners.ts';
-import { createProductsRepo, type Product, type ProductStatus } from '../../src/db/products.ts';
+import { createProductsRepo, type ProductStatus } from '../../src/db/products.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { newProduct } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -93,62 +92,5 @@ describe('product access rules', () => {
     expect(await codeOf(slug, 'any')).toBe(any);
     expect(await codeOf(slug, 'deployed')).toBe(deployed);
     expect(await codeOf(slug, 'new_deposit')).toBe(newDeposit);
-  });
-
-  // The read cache's lookup answers a product it holds without a promise (#33 item 7): the same
-  // answers and refusals as the lookup that goes to the database, for every slug, caller and rule.
-  it('a held product answers at once, with the same answers and refusals as a lookup', async () => {
-    const repo = createProductsRepo(t.db);
-    const slugs = [
-      'nope',
-      'bravo-live',
-      'acme-sandbox',
-      'acme-pending-deploy',
-      'acme-active',
-      'acme-paused',
-      'acme-deprecated',
-    ];
-    const held = new Map<string, Product | undefined>();
-    for (const slug of slugs) held.set(slug, await repo.getBySlug(slug));
-    const heldLookup = {
-      getBySlug: async () => {
-        throw new Error('a held product must not be looked up');
-      },
-      heldBySlug: (slug: string) => (held.has(slug) ? { value: held.get(slug) } : undefined),
-    };
-    const request = (slug: string, rule: StateRule, who: ReturnType<typeof caller>) =>
-      ({
-        params: { slug },
-        partner: who,
-        routeOptions: { url: '/api/partner/products/:slug', config: { serves: rule } },
-      }) as unknown as FastifyRequest;
-    const outcome = (run: () => Product | Promise<Product>) => {
-      try {
-        const answer = run();
-        return answer instanceof Promise ? answer.then((p) => p.slug) : `at once: ${answer.slug}`;
-      } catch (e) {
-        if (e instanceof ApiError) return `at once: ${e.code}`;
-        throw e;
-      }
-    };
-    let compared = 0;
-    for (const slug of slugs) {
-      for (const rule of ['any', 'deployed', 'new_deposit'] as const) {
-        for (const who of [caller(acme, 'live'), caller(acme, 'test')]) {
-          const fromLookup = await codeOf(slug, rule, who);
-          expect(outcome(() => productOf(request(slug, rule, who), heldLookup))).toBe(
-            `at once: ${fromLookup}`,
-          );
-          // Without a held answer, the same through the lookup's promise.
-          const viaPromise = outcome(() => productOf(request(slug, rule, who), repo));
-          expect(viaPromise).toBeInstanceOf(Promise);
-          expect(await (viaPromise as Promise<string>).catch((e: ApiError) => e.code)).toBe(
-            fromLookup,
-          );
-          compared++;
-        }
-      }
-    }
-    expect(compared).toBe(42);
   });
 });

@@ -26,9 +26,7 @@ import {
   type Hex,
   keccak256,
   parseTransaction,
-  TransactionNotFoundError,
   type TransactionReceipt,
-  TransactionReceiptNotFoundError,
 } from 'viem';
 import { type ChainTx, createChainTransactionsRepo } from '../db/chain-transactions.ts';
 import type { Queryable } from '../db/client.ts';
@@ -44,6 +42,7 @@ import {
   isLocalChain,
   type TransactionPolicy,
 } from './signer-settings.ts';
+import { nodeKnowsTransaction, receiptOrUndefined } from './transaction-lookups.ts';
 
 export class TransactionFailedError extends BaseError<'transaction_failed'> {
   override name = 'TransactionFailedError';
@@ -245,24 +244,8 @@ export function createTxSender(options: TxSenderOptions) {
     });
   }
 
-  async function receiptOf(hash: Hex): Promise<TransactionReceipt | undefined> {
-    try {
-      return await client.getTransactionReceipt({ hash });
-    } catch (err) {
-      if (err instanceof TransactionReceiptNotFoundError) return undefined;
-      throw err;
-    }
-  }
-
-  async function nodeKnows(hash: Hex): Promise<boolean> {
-    try {
-      await client.getTransaction({ hash });
-      return true;
-    } catch (err) {
-      if (err instanceof TransactionNotFoundError) return false;
-      throw err;
-    }
-  }
+  const receiptOf = (hash: Hex) => receiptOrUndefined(client, hash);
+  const nodeKnows = (hash: Hex) => nodeKnowsTransaction(client, hash);
 
   /** Settles `tx` from a receipt of any of its attempts; true when one was found. */
   async function settleFromReceipt(tx: ChainTx): Promise<boolean> {

@@ -14,21 +14,14 @@
  * operator's transactions take, src/chain/tx-sender.ts), and their nonces are past the operator's
  * pending transactions too: the CLI and the worker never hand out the same nonce.
  */
-import {
-  type Address,
-  encodeDeployData,
-  type Hash,
-  keccak256,
-  parseTransaction,
-  TransactionNotFoundError,
-  TransactionReceiptNotFoundError,
-} from 'viem';
+import { type Address, encodeDeployData, type Hash, keccak256, parseTransaction } from 'viem';
 import type { ChainSettings } from '../../chain/chains.ts';
 import type { ChainClient, ChainWallet } from '../../chain/client.ts';
 import { engineConstructorArgs } from '../../chain/deploy.ts';
 import { bumpedFees, suggestedFees } from '../../chain/fees.ts';
 import { yieldEngineAbi, yieldEngineBytecode } from '../../chain/generated/YieldEngine.ts';
 import { chainErrorMessage, operatorWallet } from '../../chain/send-engine-call.ts';
+import { nodeKnowsTransaction, receiptOrUndefined } from '../../chain/transaction-lookups.ts';
 import {
   nextNonce,
   nonceLeaseName,
@@ -248,26 +241,8 @@ export function createDeployer(deps: DeployerDeps) {
     });
   }
 
-  /** The receipt of `hash`, or undefined while it is not mined. */
-  async function receiptOf(hash: Hash) {
-    try {
-      return await client.getTransactionReceipt({ hash });
-    } catch (err) {
-      if (err instanceof TransactionReceiptNotFoundError) return undefined;
-      throw err;
-    }
-  }
-
-  /** Whether the node knows the transaction (in its pool, or mined). */
-  async function nodeKnows(hash: Hash): Promise<boolean> {
-    try {
-      await client.getTransaction({ hash });
-      return true;
-    } catch (err) {
-      if (err instanceof TransactionNotFoundError) return false;
-      throw err;
-    }
-  }
+  const receiptOf = (hash: Hash) => receiptOrUndefined(client, hash);
+  const nodeKnows = (hash: Hash) => nodeKnowsTransaction(client, hash);
 
   /**
    * The deployment has no receipt. While the node knows it (in its pool, or mined since the

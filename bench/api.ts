@@ -6,7 +6,7 @@
  *    the metrics processor's history; then stops it and adds keys, so that per-key rate limits are
  *    not what is measured (each request rotates through 3,000 live keys).
  * 2. Starts the service again with ROLES=api (the worker off, so it does not compete for the two
- *    cores) and a bare Fastify server, each in its own process.
+ *    cores) and a bare Fastify server, each in its own process (both afresh for every round).
  * 3. Drives each endpoint from this process with autocannon (50 connections, 10 s after a 2 s
  *    warm-up) and samples the service's RSS every 100 ms.
  * Prints req/s, p50, p99, peak RSS and the server's CPU per answer for each endpoint, and each
@@ -205,11 +205,13 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       await db.close();
     }
 
-    const api = await start(
-      [...serviceFlags(engine), BIN, 'start'],
-      { ...env, ROLES: 'api' },
-      /listening on (http:\/\/\S+)/,
-    );
+    const startApi = () =>
+      start(
+        [...serviceFlags(engine), BIN, 'start'],
+        { ...env, ROLES: 'api' },
+        /listening on (http:\/\/\S+)/,
+      );
+    const api = await startApi();
     children.push(api.child);
     const base = api.match[1]!;
     const slug = partner.live.products.active as string;
@@ -224,13 +226,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
         await new Promise((r) => setTimeout(r, 200));
       }
     };
-    for (let t = 0; t < 100; t++) {
-      const r = await fetch(`${base}/api/partner/products/${slug}/health`, {
-        headers: { 'x-api-key': keys[0]! },
-      });
-      if (r.status === 200) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitListening(api);
     const day = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 10);
     // The list endpoints, each with a twin: a bare route that sends the endpoint's own answer
     // bytes and does nothing else, the ceiling for a body that size on this machine.
@@ -250,11 +246,13 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       l.bytes = body.length;
       writeFileSync(l.file, body);
     }
-    const bare = await start(
-      ['--import', 'tsx', path.join(ROOT, 'bench/bare-server.ts')],
-      { BARE_BODY_FILES: lists.map((l) => l.file).join(path.delimiter) },
-      /bare listening on (http:\/\/\S+)/,
-    );
+    const startBare = () =>
+      start(
+        ['--import', 'tsx', path.join(ROOT, 'bench/bare-server.ts')],
+        { BARE_BODY_FILES: lists.map((l) => l.file).join(path.delimiter) },
+        /bare listening on (http:\/\/\S+)/,
+      );
+    const bare = await startBare();
     children.push(bare.child);
 
     const wallets = Array.from({ length: 1000 }, (_, i) =>
@@ -342,11 +340,30 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     });
     // BENCH_ROUNDS: the whole sequence again, so each ratio is the median of its rounds, each
     // taken beside its own baseline (one round moved an endpoint by ±10 µs an answer).
+    // Every round after the first starts the API and the bare server afresh: on a virtual machine a
+    // process can run 40–50 µs an answer slower than its twin for its whole life (where its memory
+    // landed, docs/maintainers/operations.md), so rounds of the same two processes would repeat
+    // that draw instead of sampling it.
     const rounds: Array<Awaited<ReturnType<typeof run>>[]> = [];
+    const apiPids = new Set([apiPid]);
+    let live = { api, bare };
     for (let round = 0; round < ROUNDS; round++) {
       if (ROUNDS > 1) console.log(`  round ${round + 1} of ${ROUNDS}`);
+      if (round > 0) {
+        await Promise.all([stop(live.api.child), stop(live.bare.child)]);
+        live = { api: await startApi(), bare: await startBare() };
+        children.push(live.api.child, live.bare.child);
+        apiPids.add(live.api.child.pid!);
+        await waitListening(live.api);
+      }
       const these = [];
-      for (const s of chosen) {
+      for (const c of chosen) {
+        const s =
+          c.pid === apiPid
+            ? { ...c, url: live.api.match[1]!, pid: live.api.child.pid! }
+            : c.pid === bare.child.pid
+              ? { ...c, url: live.bare.match[1]!, pid: live.bare.child.pid! }
+              : c;
         const r = await run(s, keys);
         these.push(r);
         console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
@@ -375,7 +392,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       }, 1_000);
       console.log('\nmetrics on/off (METRICS_PORT set, /metrics scraped every second):');
       try {
-        for (const s of scenarios.filter((x) => x.url === base)) {
+        for (const s of scenarios.filter((x) => x.pid === apiPid)) {
           if (only && !only.some((o) => s.name.includes(o))) continue;
           // Interleaved rounds, alternating which goes first, so both see the same machine; the
           // median of each side, so one disturbed run does not decide the figure.
@@ -461,7 +478,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
         `  ${g.name.padEnd(26)} ${ratio.toFixed(2)}${each} of ${against} (${Math.round(results[at]!.rps)} vs ${Math.round(twin.rps)} req/s)${g.goal === undefined ? '' : `, goal >= ${g.goal.toFixed(2)}: ${meets ? 'met' : 'NOT met'}`}; by CPU per answer ${cpuRatio.toFixed(2)} (${Math.round(results[at]!.cpuUsPerRequest)} vs ${Math.round(twin.cpuUsPerRequest)} µs)`,
       );
     }
-    const peakRss = Math.max(...results.filter((r) => r.pid === apiPid).map((r) => r.peakRssMb));
+    const peakRss = Math.max(
+      ...rounds
+        .flat()
+        .filter((r) => apiPids.has(r.pid))
+        .map((r) => r.peakRssMb),
+    );
     console.log(
       `  peak RSS of the API process: ${peakRss.toFixed(0)} MB, goal < 300 MB: ${peakRss < 300 ? 'met' : 'NOT met'}`,
     );

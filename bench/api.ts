@@ -341,9 +341,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
     // BENCH_ROUNDS: the whole sequence again, so each ratio is the median of its rounds, each
     // taken beside its own baseline (one round moved an endpoint by ±10 µs an answer).
     // Every round after the first starts the API and the bare server afresh: on a virtual machine a
-    // process can run 40–50 µs an answer slower than its twin for its whole life (where its memory
-    // landed, docs/maintainers/operations.md), so rounds of the same two processes would repeat
-    // that draw instead of sampling it.
+    // process can run 40–50 µs an answer slower than its twin for its whole life (a draw of the
+    // machine, cause unknown: docs/maintainers/operations.md), so rounds of the same two processes
+    // would repeat that draw instead of sampling it.
     const rounds: Array<Awaited<ReturnType<typeof run>>[]> = [];
     const apiPids = new Set([apiPid]);
     let live = { api, bare };

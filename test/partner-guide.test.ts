@@ -222,10 +222,13 @@ describe('the partner guide', () => {
       if (step.mode !== 'run') {
         running.push(r);
         if (step.mode === 'awaited') awaited.push(r);
-        // Started: it has printed its first line (the service its address, the receiver its own).
+        // Started: it says where it listens (the service `… listening on http://…`, the receiver
+        // `listening on https://…`), as a reader waits for before the next step. Not its first
+        // line: `npm start` prints npm's banner before the service listens, and a sample run
+        // then was refused a connection (CI, 2026-11-27, the service restarted in step 7).
         await waitFor(
           async () => {
-            if (r.output().trim()) return true;
+            if (/listening on /.test(r.output())) return true;
             if (r.child.exitCode !== null) throw new Error(`line ${step.line}: ${r.output()}`);
             return undefined;
           },

@@ -5,10 +5,11 @@
  * answered 503 and every command waited out its timeout long after Redis was healthy again (#33).
  *
  * Two cases, checked every `intervalMs`:
- * - connected and ready: a PING. ioredis's socketTimeout (src/redis.ts) destroys the socket when
- *   no byte comes back in time, so an idle process finds out too, not only at its next request;
- * - connected but never ready (the handshake's INFO goes unanswered, which no timeout of
- *   ioredis's covers): the socket is destroyed once that has lasted `deadlineMs`.
+ * - connected and ready: a PING, one at a time. A command left unanswered past its deadline
+ *   destroys its connection (src/redis.ts), so an idle process finds out too, not only at its
+ *   next request;
+ * - connected but never ready for `deadlineMs` (the handshake's commands have deadlines too; this
+ *   is the backstop for a handshake stuck between them): the socket is destroyed.
  */
 import type { Redis } from 'ioredis';
 
@@ -17,11 +18,18 @@ export function watchRedis(
   options: { intervalMs: number; deadlineMs: number },
 ): () => void {
   let handshakeSince: number | undefined;
+  let probing = false;
   const timer = setInterval(() => {
     if (client.status === 'ready') {
       handshakeSince = undefined;
-      // The outcome is not ours to report: a failure is the socket timeout's to act on.
-      client.ping().catch(() => {});
+      // The outcome is not ours to act on: a PING left unanswered replaces the connection
+      // (src/redis.ts's command deadline). One at a time, so a silent one is not piled on.
+      if (probing) return;
+      probing = true;
+      const probed = () => {
+        probing = false;
+      };
+      client.ping().then(probed, probed);
       return;
     }
     if (client.status !== 'connect') {

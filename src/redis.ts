@@ -3,7 +3,8 @@
  * rate-limit budgets and cache invalidation. Commands fail fast while Redis is unreachable instead
  * of queueing without bound, so a request never hangs on it.
  */
-import { Redis } from 'ioredis';
+import { type Command, Redis } from 'ioredis';
+import { afterIo } from './io-deadline.ts';
 import type { Logger } from './logger.ts';
 import { watchRedis } from './redis-watchdog.ts';
 
@@ -12,21 +13,55 @@ export type { Redis };
 /** How long a command, or a connection's silence, may last before it counts as failed. */
 const REDIS_DEADLINE_MS = 1000;
 
+/**
+ * A client whose commands fail after REDIS_DEADLINE_MS without an answer, and whose connection is
+ * then replaced, like ioredis's `commandTimeout` and `socketTimeout` together, but judged after the
+ * process has read what arrived (src/io-deadline.ts): those options' plain timers failed commands,
+ * and destroyed connections, whose answers sat unread while the process was busy.
+ */
+class DeadlineRedis extends Redis {
+  /** Commands pass here again when re-sent (offline queue, reconnection): one deadline each. */
+  readonly #armed = new WeakSet<Command>();
+
+  override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    if (!this.#armed.has(command)) {
+      this.#armed.add(command);
+      const sentOn = this.stream;
+      let settled = false;
+      const cancel = afterIo(REDIS_DEADLINE_MS, () => {
+        if (settled) return;
+        command.reject(new Error('Command timed out'));
+        // A connection that left a command unanswered this long is silent (a hung server, a peer
+        // lost behind a NAT or proxy, a handshake nobody answers): destroyed, and ioredis
+        // connects anew. Ending it politely would wait for a FIN that never comes.
+        if (sentOn && this.stream === sentOn && !sentOn.destroyed) {
+          sentOn.destroy(new Error(`Redis did not answer a command in ${REDIS_DEADLINE_MS} ms`));
+        }
+      });
+      const done = () => {
+        settled = true;
+        cancel();
+      };
+      command.promise.then(done, done);
+    }
+    return super.sendCommand(command, stream);
+  }
+}
+
 export function createRedis(
   url: string,
   options: { keyPrefix?: string; logger?: Logger } = {},
 ): Redis {
-  const client = new Redis(url, {
+  const client = new DeadlineRedis(url, {
     keyPrefix: options.keyPrefix,
     maxRetriesPerRequest: 1,
     // Queued only until the first connection: a command issued at start waits for it.
     enableOfflineQueue: true,
     connectTimeout: 2000,
-    // A Redis that accepts but does not answer (hung, overloaded) holds no request longer.
-    commandTimeout: REDIS_DEADLINE_MS,
-    // And such a connection is then replaced: destroyed once a command has waited this long for
-    // any byte, then reconnected (see src/redis-watchdog.ts for the idle and handshake cases).
-    socketTimeout: REDIS_DEADLINE_MS,
+    // No commandTimeout or socketTimeout: both are plain timers (see DeadlineRedis). A Redis
+    // that accepts but does not answer (hung, overloaded) holds no command longer than
+    // REDIS_DEADLINE_MS, and such a connection is replaced (DeadlineRedis; src/redis-watchdog.ts
+    // finds it out while the process is idle).
     // Reconnect with a capped backoff for as long as the process lives.
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });

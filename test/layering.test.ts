@@ -39,6 +39,7 @@ const BELOW = [
   'time-format.ts',
   'redis.ts',
   'redis-watchdog.ts',
+  'io-deadline.ts',
 ];
 
 const RULES: LayerRule[] = [

@@ -10,24 +10,10 @@ import { type Database, pingDatabase } from '../../db/client.ts';
 import type { ChainRuntimeState } from '../../http/dependencies.ts';
 import { ApiError } from '../../http/errors.ts';
 import { errorResponses } from '../../http/schemas.ts';
+import { within } from '../../io-deadline.ts';
 import type { Redis } from '../../redis.ts';
 
 const READY_TIMEOUT_MS = 2000;
-
-/** Resolves with fn's result, or rejects when it takes longer than ms. */
-async function within<T>(ms: number, fn: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      fn(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 export const healthRoutes: FastifyPluginAsync<{
   db: Database;
@@ -90,14 +76,14 @@ export const healthRoutes: FastifyPluginAsync<{
     },
     async (request) => {
       try {
-        await within(READY_TIMEOUT_MS, () => pingDatabase(db));
+        await within(READY_TIMEOUT_MS, pingDatabase(db));
       } catch (err) {
         request.log.warn({ err }, 'readiness: database check failed');
         throw new ApiError('service_unavailable', 'The database is not reachable.');
       }
       if (redis) {
         try {
-          await within(READY_TIMEOUT_MS, () => redis.ping());
+          await within(READY_TIMEOUT_MS, redis.ping());
         } catch (err) {
           request.log.warn({ err }, 'readiness: redis check failed');
           throw new ApiError('service_unavailable', 'Redis is not reachable.');

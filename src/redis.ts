@@ -62,6 +62,10 @@ export function createRedis(
     // that accepts but does not answer (hung, overloaded) holds no command longer than
     // REDIS_DEADLINE_MS, and such a connection is replaced (DeadlineRedis; src/redis-watchdog.ts
     // finds it out while the process is idle).
+    // A command is sent at most once. By default ioredis sends a closed connection's unanswered
+    // commands again on the next one, after their callers were told they failed (the deadline
+    // below): a rate-limit hit already counted in memory would count in Redis too.
+    autoResendUnfulfilledCommands: false,
     // Reconnect with a capped backoff for as long as the process lives.
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   });

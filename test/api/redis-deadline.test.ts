@@ -12,6 +12,7 @@ import { createFallbackCounter, createMemoryCounter } from '../../src/http/fixed
 import { afterIo, DeadlineError, within } from '../../src/io-deadline.ts';
 import { createRedis, type Redis } from '../../src/redis.ts';
 import { testRedisUrl, uniqueRedisPrefix } from '../helpers/redis.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** Holds the event loop, as a long synchronous task or a starved CPU does. */
 function holdTheLoop(ms: number): void {
@@ -66,6 +67,33 @@ describe.runIf(testRedisUrl())('Redis commands while the process is busy', () =>
     await new Promise((r) => setTimeout(r, 50));
     expect(closed).toEqual([]);
     expect(await redis.ping()).toBe('PONG');
+  }, 20_000);
+
+  it('a hit that timed out is not sent again on the next connection (it was counted in memory)', async () => {
+    const target = new URL(testRedisUrl()!);
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(target.port || 6379) });
+    const prefix = uniqueRedisPrefix();
+    const redis = createRedis(`redis://127.0.0.1:${proxy.port}`, { keyPrefix: prefix });
+    const direct = createRedis(testRedisUrl()!, { keyPrefix: prefix });
+    clients.push(redis, direct);
+    redis.on('error', () => {}); // the outage is the point
+    try {
+      await redis.ping();
+      const counter = createFallbackCounter(redis, 'fw:', createMemoryCounter());
+      await proxy.setMode('silent');
+      const reconnected = new Promise((r) => redis.once('ready', r));
+      // Swallowed by the silent connection: answered from memory after the deadline.
+      expect((await counter.hit('once', 60_000)).count).toBe(1);
+      await proxy.setMode('up');
+      await reconnected;
+      await new Promise((r) => setTimeout(r, 100));
+      // ioredis re-sends a closed connection's unanswered commands by default: the hit would then
+      // count twice, once here and once in Redis.
+      expect(await direct.get('fw:once')).toBeNull();
+      expect((await counter.hit('once', 60_000)).count).toBe(1);
+    } finally {
+      await proxy.close();
+    }
   }, 20_000);
 
   it('within keeps an answer that arrived while the loop was held', async () => {

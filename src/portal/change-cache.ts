@@ -29,12 +29,21 @@ export interface ChangeCache {
 }
 
 /**
- * The channel whose entry a read is filling, for the statements it runs: a test reads every
- * table those statements name and fails when one has no trigger on that channel — a cached read
- * of a table whose changes nobody announces would show stale pages with no other test noticing
- * (test/portal/change-cache-coverage.test.ts).
+ * The channel whose entry a read is filling, for the statements it runs, once a test asks for it
+ * (`trackCacheFills`): it reads every table those statements name and fails when one has no
+ * trigger on that channel, since a cached read of a table whose changes nobody announces would
+ * show stale pages with no other test noticing (test/portal/change-cache-coverage.test.ts).
+ * Only then: on Node 20 a process that has run one AsyncLocalStorage pays for it on every promise
+ * and callback from then on, every API request included (~7 µs an answer on `/health`, measured
+ * toggling it inside one process; Node 24's implementation is nearly free).
  */
-export const cacheFill = new AsyncLocalStorage<ChangeChannel>();
+let fills: AsyncLocalStorage<ChangeChannel> | undefined;
+
+/** Tests: from now on, the channel of the entry being filled is `getStore()` of the answer. */
+export function trackCacheFills(): AsyncLocalStorage<ChangeChannel> {
+  fills ??= new AsyncLocalStorage<ChangeChannel>();
+  return fills;
+}
 
 /** Reads every time: where nothing tells this process of every change (and in unit tests). */
 export const uncached: ChangeCache = { get: (_key, load) => load(), close: async () => {} };
@@ -62,7 +71,7 @@ export async function createChangeCache(
       const t = now();
       const hit = entries.get(key);
       if (hit && hit.until > t) return hit.value as Promise<T>;
-      const value = cacheFill.run(channel, load);
+      const value = fills ? fills.run(channel, load) : load();
       entries.set(key, { until: t + maxAgeMs, value });
       value.catch(() => {
         if (entries.get(key)?.value === value) entries.delete(key);

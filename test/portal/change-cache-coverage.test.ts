@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/client.ts';
 import type { ChangeChannel } from '../../src/db/portal-changes.ts';
-import { cacheFill } from '../../src/portal/change-cache.ts';
+import { trackCacheFills } from '../../src/portal/change-cache.ts';
 import { type Client, type Harness, portalHarness } from './harness.ts';
 
 let h: Harness;
@@ -21,6 +21,8 @@ const NOTIFY: Record<ChangeChannel, string> = {
   webhook_changes: 'notify_webhook_change',
   team_changes: 'notify_team_change',
 };
+
+const cacheFill = trackCacheFills();
 
 beforeAll(async () => {
   h = await portalHarness();

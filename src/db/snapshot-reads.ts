@@ -2,8 +2,10 @@
  * The API's read side of daily snapshots (the writes are snapshots.ts): the few queries the endpoints need, shaped for them.
  * Amounts stay exact (numeric → string → bigint); APYs are the stored 6-place decimal strings.
  *
- * The first snapshot of a product has no previous day, so it has no APY and no daily figures; it
- * appears in neither apy-history nor fee-stats, and serves latest_metrics until the next day.
+ * The first snapshot of a product has no previous day, so it has no APY; its daily figures count
+ * from the engine's empty start (compute.ts). It is not in apy-history; fee-stats lists it with
+ * `net_apy_for_user` null, so that the daily fees sum to the cumulative ones from deployment on.
+ * It serves latest_metrics until the next day.
  * The same holds for a PROVISIONAL row (written at activation, at the deployment block, replaced
  * by the day's real row when the day closes): latest_metrics serves it (as_of_date = deployment
  * day, APYs null), apy-history, fee-stats and yield-calc's latest APY never do.
@@ -192,12 +194,17 @@ export function createSnapshotReads(db: Queryable) {
       return rows.map(toView);
     },
 
-    /** Snapshots with daily figures in [from, to], oldest first. */
+    /**
+     * Snapshots with daily figures in [from, to], oldest first. The deployment day is one (its
+     * figures count from the engine's empty start) though it has no APY: without it the daily
+     * fees no longer summed to the cumulative ones (DECISIONS, "Fee figures": the first day's is
+     * cumulative(D)).
+     */
     async feeStats(productId: string, from: string, to: string): Promise<SnapshotView[]> {
       const { rows } = await db.query<Row>(
         `SELECT ${COLUMNS} FROM daily_snapshots
          WHERE product_id = $1 AND date BETWEEN $2 AND $3
-           AND daily_yield_assets IS NOT NULL AND net_apy_for_user IS NOT NULL AND NOT provisional
+           AND daily_yield_assets IS NOT NULL AND NOT provisional
            AND partner_fee_pending IS NOT NULL AND service_fee_pending IS NOT NULL
          ORDER BY date ASC`,
         [productId, from, to],

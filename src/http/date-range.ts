@@ -12,6 +12,7 @@
  * ending then. A date that is not a real YYYY-MM-DD day, or start after end, is 400 invalid_date;
  * end − start over 365 days is 400 range_too_large.
  */
+import { utcDayMs } from '../time-format.ts';
 import { ApiError } from './errors.ts';
 
 const DAY_MS = 86_400_000;
@@ -23,11 +24,12 @@ export function parseDay(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(raw);
   if (!m) throw new ApiError('invalid_date', `"${raw.slice(0, 40)}" is not a YYYY-MM-DD date.`);
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const t = Date.UTC(y, mo - 1, d);
-  const back = new Date(t);
-  if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) {
-    throw new ApiError('invalid_date', `"${raw}" is not a real calendar day.`);
+  const t = utcDayMs(Number(m[1]), Number(m[2]), Number(m[3]));
+  if (t === undefined) {
+    throw new ApiError(
+      'invalid_date',
+      `"${raw}" is not a real calendar day (years 0001 to 9999, no year 0000).`,
+    );
   }
   return t;
 }

@@ -117,7 +117,7 @@ export function installErrorMapping(app: BaseApp): void {
         err.validationContext === 'params'
           ? 'not_found'
           : (request.routeOptions.config?.validationErrorCode?.(err) ?? 'invalid_payload');
-      return sendEnvelope(reply, code);
+      return sendEnvelope(reply, code, repeatedParameterMessage(err, request));
     }
     const mapped = codeForFrameworkError(err);
     if (mapped) return sendEnvelope(reply, mapped);
@@ -179,6 +179,37 @@ export function clientErrorHandler(logger: Logger) {
     // Half-closed peers that never close their side must not hold the socket.
     socket.setTimeout(5_000, () => socket.destroy());
   };
+}
+
+/** The query parameter a validation failure is about (its first error), if it is one. */
+function failedQueryParameter(err: FastifyError): string | undefined {
+  if (err.validationContext !== 'querystring') return undefined;
+  const path = err.validation?.[0]?.instancePath;
+  return path?.startsWith('/') ? path.slice(1).split('/')[0] : undefined;
+}
+
+/**
+ * A route's `validationErrorCode` from its query parameters' own codes: the code of the parameter
+ * that failed (a repeated `limit` is `invalid_limit`), `fallback` for anything else.
+ */
+export function codeOfQueryParameter(
+  codes: Readonly<Record<string, ErrorCode>>,
+  fallback: ErrorCode,
+): (err: FastifyError) => ErrorCode {
+  return (err) => {
+    const name = failedQueryParameter(err);
+    return name !== undefined && Object.hasOwn(codes, name) ? (codes[name] as ErrorCode) : fallback;
+  };
+}
+
+/** A query parameter that takes one value, sent twice, says so (the code alone would mislead). */
+function repeatedParameterMessage(err: FastifyError, request: FastifyRequest): string | undefined {
+  const name = failedQueryParameter(err);
+  if (name === undefined) return undefined;
+  const value = (request.query as Record<string, unknown> | undefined)?.[name];
+  return Array.isArray(value)
+    ? `The query parameter ${name.slice(0, 40)} was given more than once; send it once.`
+    : undefined;
 }
 
 declare module 'fastify' {

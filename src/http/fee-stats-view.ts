@@ -34,8 +34,17 @@ export const FeeStatsRow = Type.Object(
     cumulative_service_fee_minted: DecimalString(
       "The engine's cumulative service fee counter at the day-boundary block, whole asset units",
     ),
-    net_apy_for_user: DecimalString(
-      'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
+    net_apy_for_user: Type.Union(
+      [
+        DecimalString(
+          'APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places',
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          "APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places. Null on the deployment day (no previous day's price to measure from; its fees and yield count from the engine's empty start) and on a day the engine was empty",
+      },
     ),
   },
   { title: 'FeeStatsRow', additionalProperties: false },
@@ -54,6 +63,6 @@ export function feeStatsRows(rows: readonly SnapshotView[], assetDecimals: numbe
     cumulative_service_fee_earned: units(r.cumulativeServiceFeeEarned),
     cumulative_partner_fee_minted: units(r.cumulativePartnerFeeMinted),
     cumulative_service_fee_minted: units(r.cumulativeServiceFeeMinted),
-    net_apy_for_user: r.netApyForUser!,
+    net_apy_for_user: r.netApyForUser,
   }));
 }

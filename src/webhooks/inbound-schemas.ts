@@ -7,6 +7,7 @@
  */
 import { type Static, type TSchema, Type } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
+import { parseUtcDateTime } from '../time-format.ts';
 
 export const TX_HASH_PATTERN = '^0x[0-9a-fA-F]{64}$';
 export const ADDRESS_PATTERN = '^0x[0-9a-fA-F]{40}$';
@@ -102,37 +103,6 @@ export const InboundBody = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/**
- * `YYYY-MM-DDTHH:MM:SS[.fraction]Z`: ISO 8601 in UTC, with `Z` (no offsets, no lowercase `t`/`z`,
- * no leap second), and a real calendar date.
- */
-const UTC_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?Z$/;
-
-export function parseUtcDateTime(value: string): Date | undefined {
-  const m = UTC_DATE_TIME.exec(value);
-  if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  if (year < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
-  const date = new Date(ms + Math.floor(Number(`0${m[7] ?? ''}`) * 1000));
-  const check = new Date(ms);
-  if (
-    check.getUTCFullYear() !== year ||
-    check.getUTCMonth() !== month - 1 ||
-    check.getUTCDate() !== day
-  ) {
-    return undefined;
-  }
-  return date;
-}
 
 export type InboundEnvelope =
   | { ok: true; occurredAt: Date; data: Record<string, unknown> }

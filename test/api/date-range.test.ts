@@ -76,8 +76,14 @@ describe('fee-stats date ranges', () => {
     '2026-01-01T00:00:00Z',
     'yesterday',
     '',
+    '0000-01-01', // no year 0 in PostgreSQL's calendar (its query failed: a 500)
   ])('rejects %j as invalid_date', (raw) => {
     expect(codeOf(() => parseDay(raw))).toBe('invalid_date');
+  });
+  it('accepts the years 0001 to 0099 (Date.UTC reads them as 1900 to 1999)', () => {
+    expect(parseDay('0001-01-01')).toBe(-62135596800000);
+    expect(new Date(parseDay('0050-06-01')!).toISOString()).toBe('0050-06-01T00:00:00.000Z');
+    expect(new Date(parseDay('9999-12-31')!).toISOString()).toBe('9999-12-31T00:00:00.000Z');
   });
   it('accepts leap days only in leap years', () => {
     expect(codeOf(() => parseDay('2024-02-29'))).toBe('ok');

@@ -357,6 +357,48 @@ describe.each(storageEngines())('the events feed on %s', (engine) => {
       expect(res.json(), JSON.stringify(query)).toMatchObject({ success: false, code });
       expect(res.statusCode).toBeLessThan(500);
     }
+    // Found by a QA sweep: positions past PostgreSQL's bigint and year 0000 were 500s, a
+    // parameter sent twice answered the inbound body's invalid_payload, and 02-30 was read as
+    // 03-02.
+    const cursorAt = (position: string) => Buffer.from(`e1.a.${position}`).toString('base64url');
+    const raw: Array<[string, string, RegExp?]> = [
+      [`cursor=${cursorAt('9999999999999999999')}`, 'invalid_cursor'],
+      [`cursor=${cursorAt('9223372036854775808')}`, 'invalid_cursor'],
+      ['occurred_since=0000-01-01T00:00:00Z', 'invalid_time'],
+      ['occurred_before=2026-02-30T00:00:00Z', 'invalid_time'],
+      ['occurred_since=2026-01-01T24:00:00Z', 'invalid_time'],
+      ['limit=5&limit=6', 'invalid_limit', /limit was given more than once/],
+      ['limit=5&limit=5', 'invalid_limit'],
+      ['order=oldest_first&order=newest_first', 'invalid_order'],
+      [`cursor=${cursorAt('1')}&cursor=${cursorAt('1')}`, 'invalid_cursor'],
+      ['type=vault_pause&type=tvl_alert', 'unknown_event', /send it once/],
+      ['occurred_since=2026-01-01T00:00:00Z&occurred_since=2026-01-02T00:00:00Z', 'invalid_time'],
+      ['product=a&product=b', 'malformed_request'],
+    ];
+    for (const [query, code, message] of raw) {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/partner/events?${query}`,
+        headers: { 'x-api-key': keys.acmeLive },
+      });
+      expect(res.json(), query).toMatchObject({ success: false, code });
+      if (message) expect(res.json().message).toMatch(message);
+    }
+    // The largest position PostgreSQL holds is a cursor like any other (an empty page).
+    const last = await app.inject({
+      method: 'GET',
+      url: `/api/partner/events?cursor=${cursorAt('9223372036854775807')}`,
+      headers: { 'x-api-key': keys.acmeLive },
+    });
+    expect(last.statusCode).toBe(200);
+    // Years 0001-0099 are real years (Date.UTC read them as 19xx).
+    const early = await app.inject({
+      method: 'GET',
+      url: '/api/partner/events?occurred_before=0050-06-01T00:00:00Z',
+      headers: { 'x-api-key': keys.acmeLive },
+    });
+    expect(early.statusCode).toBe(200);
+    expect(early.json().data.events).toEqual([]);
   });
 
   it('pages forward while new events arrive: misses none, repeats none', async () => {

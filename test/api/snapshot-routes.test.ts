@@ -69,6 +69,7 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
     const sand = await products.create(base('sand', acme.id, 'test', 'active', 5));
     const late = await products.create(base('late', acme.id, 'live', 'active', 10));
     await products.create(base('bravo-core', bravo.id, 'live', 'active', 6));
+    const fresh = await products.create(base('fresh', acme.id, 'live', 'active', 11));
 
     // core: 200 days ending yesterday. The first day has no APY; one day (06-20) is missing.
     const dates = daysEnding('2026-06-29', 200).filter((d) => d !== '2026-06-20');
@@ -113,6 +114,26 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       ]);
     }
 
+    // fresh: deployed 06-25 as the metrics processor writes it: the first day has no APY, and
+    // its figures count from the engine's empty start (src/sync/metrics/compute.ts).
+    await insertSnapshots(
+      t.db,
+      fresh.id,
+      daysEnding('2026-06-29', 5).map((date, i) => ({
+        date,
+        totalAssets: 2_000_000_000n + BigInt(i) * 400_000n,
+        underlyingApy: i === 0 ? null : '0.060000',
+        netApy: i === 0 ? null : '0.051000',
+        dailyYield: i === 0 ? 250_000n : 400_000n,
+        dailyPartnerFee: i === 0 ? 30_001n : 48_000n,
+        dailyServiceFee: i === 0 ? 15_000n : 24_000n,
+        partnerFeeTotal: 30_001n + BigInt(i) * 48_000n - 1_000n,
+        partnerFeePending: 1_000n,
+        serviceFeeTotal: 15_000n + BigInt(i) * 24_000n,
+        serviceFeePending: 0n,
+      })),
+    );
+
     const keys = createApiKeysRepo(t.db);
     live = (await keys.create(acme.id, 'live')).key;
     sandbox = (await keys.create(acme.id, 'test')).key;
@@ -136,7 +157,14 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       expect(res.statusCode).toBe(200);
       expect(res.headers['cache-control']).toBe('private, max-age=60');
       const data = res.json().data as Array<Record<string, unknown>>;
-      expect(data.map((p) => p.slug)).toEqual(['core', 'late', 'legacy', 'next', 'paused']);
+      expect(data.map((p) => p.slug)).toEqual([
+        'core',
+        'fresh',
+        'late',
+        'legacy',
+        'next',
+        'paused',
+      ]);
       const core = data.find((p) => p.slug === 'core')!;
       expect(core).toEqual({
         slug: 'core',
@@ -287,6 +315,36 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       });
     });
 
+    it('lists the deployment day, so the daily fees sum to the cumulative ones from deployment on', async () => {
+      // A QA sweep found the deployment day missing: the served days summed short of the
+      // cumulative figure by exactly that day's fee (DECISIONS: the first day's is cumulative(D)).
+      const rows = (await get('/api/partner/products/fresh/fee-stats')).json().data as Array<
+        Record<string, string | null>
+      >;
+      expect(rows.map((r) => r.date)).toEqual(daysEnding('2026-06-29', 5));
+      expect(rows[0]).toEqual({
+        date: '2026-06-25',
+        engine_total_assets: '2000',
+        daily_yield_assets: '0.25',
+        daily_partner_fee_earned: '0.030001',
+        daily_service_fee_earned: '0.015',
+        cumulative_partner_fee_earned: '0.030001',
+        cumulative_service_fee_earned: '0.015',
+        cumulative_partner_fee_minted: '0.029001',
+        cumulative_service_fee_minted: '0.015',
+        net_apy_for_user: null,
+      });
+      const sum = (field: string) =>
+        rows.reduce((s, r) => s.plus(r[field]!), new Decimal(0)).toFixed();
+      expect(sum('daily_partner_fee_earned')).toBe(rows.at(-1)!.cumulative_partner_fee_earned);
+      expect(sum('daily_service_fee_earned')).toBe(rows.at(-1)!.cumulative_service_fee_earned);
+      // apy-history still lists only days with an APY.
+      const apy = (await get('/api/partner/products/fresh/apy-history?days=7')).json().data;
+      expect(apy.map((r: { date: string }) => r.date)).toEqual(
+        daysEnding('2026-06-29', 4).reverse(),
+      );
+    });
+
     it('skips a row written before pending fees were recorded until it is recomputed', async () => {
       // `late`'s 06-20 is rewritten as a legacy row (no pending part): not served by fee-stats.
       // Put back as it was whatever happens, so no other test sees the legacy row.
@@ -338,6 +396,8 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
       ['start_date=2026-06-10&end_date=2026-06-01', 'invalid_date'],
       ['start_date=yesterday', 'invalid_date'],
       ['start_date=', 'invalid_date'],
+      ['start_date=0000-01-01&end_date=0000-12-31', 'invalid_date'],
+      ['start_date=2026-06-01&start_date=2026-06-02', 'invalid_date'],
     ])('%s is 400 %s', async (query, code) => {
       const res = await get(`/api/partner/products/core/fee-stats?${query}`);
       expect(res.statusCode).toBe(400);
@@ -374,6 +434,21 @@ describe.each(storageEngines())('snapshot endpoints on %s', (engine) => {
         apy_basis: 'engine',
         apy_window: '1d',
       });
+    });
+
+    it('names the parameter sent twice: apy_window is invalid_apy_window, amount invalid_amount', async () => {
+      const twice = await get(
+        '/api/partner/products/sand/yield-calc?amount=1&apy_window=1d&apy_window=7d',
+        sandbox,
+      );
+      expect(twice.statusCode).toBe(400);
+      expect(twice.json()).toEqual({
+        success: false,
+        code: 'invalid_apy_window',
+        message: 'The query parameter apy_window was given more than once; send it once.',
+      });
+      const amounts = await get('/api/partner/products/sand/yield-calc?amount=1&amount=2', sandbox);
+      expect(amounts.json().code).toBe('invalid_amount');
     });
 
     it.each([

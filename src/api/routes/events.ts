@@ -15,11 +15,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { EventsRepo, StoredEvent } from '../../db/events.ts';
 import type { ProductsRepo } from '../../db/products.ts';
+import { codeOfQueryParameter } from '../../http/error-mapping.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { ReadCache } from '../../http/read-cache.ts';
 import { sendCachedJsonText } from '../../http/read-cache.ts';
 import { Ok } from '../../http/schemas.ts';
 import { createTtlCache } from '../../http/ttl-cache.ts';
+import { parseUtcDateTime } from '../../time-format.ts';
 import { isOutboundEventType, SUBSCRIBABLE_EVENT_TYPES } from '../../webhooks/event-catalogue.ts';
 import { partnerOf } from '../partner-identity.ts';
 import { findOwnedProduct } from '../product-access.ts';
@@ -99,13 +101,17 @@ export function encodeCursor(order: Order, position: bigint): string {
   return Buffer.from(`e1.${order === 'asc' ? 'a' : 'd'}.${position}`, 'utf8').toString('base64url');
 }
 
+const MAX_POSITION = 2n ** 63n - 1n;
+
 export function decodeCursor(raw: string): { order: Order; position: bigint } {
   const text = /^[A-Za-z0-9_-]{1,64}$/.test(raw)
     ? Buffer.from(raw, 'base64url').toString('utf8')
     : '';
   const m = /^e1\.([ad])\.(0|[1-9][0-9]{0,18})$/.exec(text);
-  if (!m) throw new ApiError('invalid_cursor');
-  return { order: m[1] === 'a' ? 'asc' : 'desc', position: BigInt(m[2] as string) };
+  const position = m ? BigInt(m[2] as string) : -1n;
+  // Positions are PostgreSQL bigints: 19 digits can exceed them (a 500 before).
+  if (!m || position > MAX_POSITION) throw new ApiError('invalid_cursor');
+  return { order: m[1] === 'a' ? 'asc' : 'desc', position };
 }
 
 function parseLimit(raw: string | undefined): number {
@@ -116,17 +122,17 @@ function parseLimit(raw: string | undefined): number {
   return Number(raw);
 }
 
-const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+/** The same strict form as an inbound event's occurred_at: a real day and time, years 0001–9999. */
 function parseTime(raw: string | undefined, name: string): Date | undefined {
   if (raw === undefined) return undefined;
-  const t = UTC_TIME.test(raw) ? Date.parse(raw) : Number.NaN;
-  if (Number.isNaN(t)) {
+  const time = parseUtcDateTime(raw);
+  if (!time) {
     throw new ApiError(
       'invalid_time',
-      `${name} must be an ISO 8601 UTC date-time such as 2026-03-01T00:00:00Z.`,
+      `${name} must be an ISO 8601 UTC date-time on a real calendar day, such as 2026-03-01T00:00:00Z.`,
     );
   }
-  return new Date(t);
+  return time;
 }
 
 function parseTypes(raw: string | undefined): string[] | undefined {
@@ -223,6 +229,19 @@ export function eventsRoute(deps: {
         },
         config: {
           cacheControl: 'private, max-age=5',
+          // A parameter sent twice fails the schema (one string each): its own code, not the
+          // inbound body's invalid_payload.
+          validationErrorCode: codeOfQueryParameter(
+            {
+              cursor: 'invalid_cursor',
+              order: 'invalid_order',
+              limit: 'invalid_limit',
+              type: 'unknown_event',
+              occurred_since: 'invalid_time',
+              occurred_before: 'invalid_time',
+            },
+            'malformed_request',
+          ),
           errorCodes: [
             'invalid_cursor',
             'invalid_order',

@@ -7,6 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { ApyBasis, SnapshotReads } from '../../db/snapshot-reads.ts';
+import { codeOfQueryParameter } from '../../http/error-mapping.ts';
 import { ApiError } from '../../http/errors.ts';
 import { ApyBasisSchema, DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { type YieldProjection as Projected, parseAmount, projectYield } from '../../money/index.ts';
@@ -64,7 +65,10 @@ export function yieldCalcRoute(deps: {
         },
         config: {
           cacheControl: 'no-store',
-          validationErrorCode: () => 'invalid_amount',
+          validationErrorCode: codeOfQueryParameter(
+            { amount: 'invalid_amount', apy_window: 'invalid_apy_window' },
+            'invalid_amount',
+          ),
           serves: 'new_deposit',
           errorCodes: ['invalid_amount', 'invalid_apy_window', 'service_unavailable'],
         },

@@ -599,8 +599,8 @@ export type components = {
             date: string;
             /** @description Engine total assets at the end of the day, whole asset units */
             engine_total_assets: string;
-            /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places */
-            net_apy_for_user: string;
+            /** @description APY after fees of a holder in the pool (on an asynchronous product, open redeem requests are not part of it), decimal fraction, 6 places. Null on the deployment day (no previous day's price to measure from; its fees and yield count from the engine's empty start) and on a day the engine was empty */
+            net_apy_for_user: string | null;
         };
         Health: {
             /** @description Pause state of the engine contract */

@@ -243,6 +243,12 @@ const ChainEventRetracted = Type.Object(
       pattern: UTC_DATE_TIME_PATTERN,
       description: 'When the service found the block gone, ISO 8601 UTC with `Z`.',
     }),
+    occurred_at: Type.String({
+      format: 'date-time',
+      pattern: UTC_DATE_TIME_PATTERN,
+      description:
+        'Added field: the same time as `detected_at` (the retraction happens when the service finds the block gone), under the name every other event uses.',
+    }),
   },
   strict('Payload of `chain_event.retracted`.'),
 );
@@ -422,6 +428,7 @@ export const OUTBOUND_EVENTS = {
       log_index: 7,
       reason: 'reorg',
       detected_at: '2026-03-01T12:20:41Z',
+      occurred_at: '2026-03-01T12:20:41Z',
     },
   }),
   ping: define({

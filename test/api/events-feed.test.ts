@@ -324,6 +324,12 @@ describe.each(storageEngines())('the events feed on %s', (engine) => {
     );
     const before = await all(app, keys.acmeLive, 'oldest_first', { occurred_before: mid });
     expect(before.length + since.length).toBe(everything.length);
+    // DECISIONS names the time filters `since` and `until`: the same filters (they were ignored,
+    // answering the unfiltered feed).
+    const sinceAlias = await all(app, keys.acmeLive, 'oldest_first', { since: mid });
+    expect(sinceAlias.map((e) => e.id)).toEqual(since.map((e) => e.id));
+    const untilAlias = await all(app, keys.acmeLive, 'oldest_first', { until: mid });
+    expect(untilAlias.map((e) => e.id)).toEqual(before.map((e) => e.id));
   });
 
   it('answers bad parameters with catalogue codes, never a 500', async () => {
@@ -374,6 +380,12 @@ describe.each(storageEngines())('the events feed on %s', (engine) => {
       ['type=vault_pause&type=tvl_alert', 'unknown_event', /send it once/],
       ['occurred_since=2026-01-01T00:00:00Z&occurred_since=2026-01-02T00:00:00Z', 'invalid_time'],
       ['product=a&product=b', 'malformed_request'],
+      [
+        'since=2026-01-01T00:00:00Z&occurred_since=2026-01-01T00:00:00Z',
+        'invalid_time',
+        /not both/,
+      ],
+      ['until=2026-02-30T00:00:00Z', 'invalid_time'],
     ];
     for (const [query, code, message] of raw) {
       const res = await app.inject({

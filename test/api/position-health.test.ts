@@ -98,7 +98,9 @@ describe('position and health on a local chain', () => {
         shares: viemFormatUnits(shares, 12),
         assets: viemFormatUnits(assets, 6),
         usd_value: body.data.usd_value,
-        // Added field (#34): the wallet's redeem requests in flight; none here.
+        // Added fields (#34; DECISIONS' pending_redeems): the wallet's redeem requests in
+        // flight; none here.
+        pending_redeems: [],
         redeem_requests: [],
       },
     });

@@ -889,6 +889,12 @@ describe.skipIf(skip)('the embed in Chromium', () => {
         (await res.json()) as {
           data: {
             shares: string;
+            pending_redeems: Array<{
+              request_id: string;
+              shares: string;
+              status: string;
+              claimable_at: string | null;
+            }>;
             redeem_requests: Array<{
               request_id: string;
               shares: string;
@@ -912,6 +918,15 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       claimable_since: null,
     });
     expect(pending.estimated_claimable_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    // DECISIONS' shape of the same request: one claimable_at (the estimate while pending).
+    expect((await position()).pending_redeems).toEqual([
+      {
+        request_id: requestId,
+        shares: pending.shares,
+        status: 'pending',
+        claimable_at: pending.estimated_claimable_at,
+      },
+    ]);
     const claimableHooks = () =>
       receiver.requests.filter(
         (r) =>
@@ -972,6 +987,14 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     );
     expect(claimable).toMatchObject({ request_id: requestId, estimated_claimable_at: null });
     expect(claimable.claimable_since).toBe(body.claimable_at);
+    expect((await position()).pending_redeems).toEqual([
+      {
+        request_id: requestId,
+        shares: pending.shares,
+        status: 'claimable',
+        claimable_at: body.claimable_at,
+      },
+    ]);
 
     await page.reload();
     const again = page.frameLocator('iframe');
@@ -1004,6 +1027,7 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       30_000,
       'the claimed request gone from the position',
     );
+    expect((await position()).pending_redeems).toEqual([]);
     // Exactly once: more blocks and follower rounds send nothing more for this request.
     await rpc('anvil_mine', ['0x5']);
     await new Promise((r) => setTimeout(r, 6_000));

@@ -277,6 +277,9 @@ describe.each(storageEngines())('log indexer on %s', (engineName) => {
       tx_hash: orphan.receipt.transactionHash,
       reason: 'reorg',
     });
+    // occurred_at, like every event's, is when the service found the block gone.
+    const payload = JSON.parse(notice.payload) as { detected_at: string; occurred_at: string };
+    expect(payload.occurred_at).toBe(payload.detected_at);
     const cursor = await createCursorsRepo(db).get(fx.anvil.chainId);
     const block = await fx.client.getBlock({ blockNumber: cursor!.blockNumber });
     expect(cursor!.blockHash).toBe(block.hash);

@@ -135,6 +135,23 @@ function parseTime(raw: string | undefined, name: string): Date | undefined {
   return time;
 }
 
+/**
+ * A time filter under either of its names (ours, or the one DECISIONS gives it), with the name it
+ * came under; both at once is invalid_time, so no value is silently dropped.
+ */
+function oneOf<Q extends Record<string, string | undefined>>(
+  query: Q,
+  name: keyof Q & string,
+  alias: keyof Q & string,
+): [string | undefined, string] {
+  const value = query[name];
+  const aliased = query[alias];
+  if (value !== undefined && aliased !== undefined) {
+    throw new ApiError('invalid_time', `Give ${name} or ${alias} (the same filter), not both.`);
+  }
+  return aliased !== undefined ? [aliased, alias] : [value, name];
+}
+
 function parseTypes(raw: string | undefined): string[] | undefined {
   if (raw === undefined) return undefined;
   const types = [...new Set(raw.split(',').map((t) => t.trim()))];
@@ -224,6 +241,18 @@ export function eventsRoute(deps: {
                   'Only events that occurred before this UTC date-time (ISO 8601 with `Z`).',
               }),
             ),
+            since: Type.Optional(
+              Type.String({
+                description:
+                  "DECISIONS' name of `occurred_since` (the same filter); give one of the two.",
+              }),
+            ),
+            until: Type.Optional(
+              Type.String({
+                description:
+                  "DECISIONS' name of `occurred_before` (the same filter: before this time, exclusive); give one of the two.",
+              }),
+            ),
           }),
           response: { 200: Ok(EventsPage) },
         },
@@ -239,6 +268,8 @@ export function eventsRoute(deps: {
               type: 'unknown_event',
               occurred_since: 'invalid_time',
               occurred_before: 'invalid_time',
+              since: 'invalid_time',
+              until: 'invalid_time',
             },
             'malformed_request',
           ),
@@ -258,8 +289,8 @@ export function eventsRoute(deps: {
         const q = request.query;
         const limit = parseLimit(q.limit);
         const types = parseTypes(q.type);
-        const occurredSince = parseTime(q.occurred_since, 'occurred_since');
-        const occurredBefore = parseTime(q.occurred_before, 'occurred_before');
+        const occurredSince = parseTime(...oneOf(q, 'occurred_since', 'since'));
+        const occurredBefore = parseTime(...oneOf(q, 'occurred_before', 'until'));
         if (occurredSince && occurredBefore && occurredSince >= occurredBefore) {
           throw new ApiError('invalid_time', 'occurred_since must be before occurred_before.');
         }

@@ -44,6 +44,26 @@ export const RedeemRequestInFlight = Type.Object(
   { title: 'RedeemRequestInFlight', additionalProperties: false },
 );
 
+/** DECISIONS' shape of a request in flight ("Additions and new events": `pending_redeems`). */
+export const PendingRedeem = Type.Object(
+  {
+    request_id: Type.String({
+      pattern: '^0x[0-9a-f]+$',
+      description: "The engine's request id, compact 0x hex (as in the `redeem.*` events).",
+    }),
+    shares: DecimalString('Engine shares escrowed by the request, in whole share units'),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('claimable')]),
+    claimable_at: Type.Union(
+      [Type.String({ format: 'date-time', pattern: UTC_SECONDS }), Type.Null()],
+      {
+        description:
+          "Pending: when it is expected to become claimable (the vault's schedule; null when it publishes none). Claimable: since when (null when not known). The same as `redeem_requests`' `estimated_claimable_at` or `claimable_since`.",
+      },
+    ),
+  },
+  { title: 'PendingRedeem', additionalProperties: false },
+);
+
 export const Position = Type.Object(
   {
     wallet_address: Type.String({ description: 'EIP-55 checksummed address' }),
@@ -51,6 +71,10 @@ export const Position = Type.Object(
     shares: DecimalString('Engine shares, in whole share units (engine decimals)'),
     assets: DecimalString('Asset value of the shares, in whole asset units'),
     usd_value: DecimalString('USD value, rounded toward zero to cents'),
+    pending_redeems: Type.Array(PendingRedeem, {
+      description:
+        "The wallet's redeem requests in flight, in the shape DECISIONS gives them (one `claimable_at`): the same requests, in the same order, as `redeem_requests`, which tells an estimate from a fact. Always empty on a synchronous product.",
+    }),
     redeem_requests: Type.Array(RedeemRequestInFlight, {
       description:
         "Added field. The wallet's redeem requests in flight (it is their controller), oldest first: asynchronous products only (always empty on a synchronous one). A request is listed once its `redeem.requested` is confirmed; its status is read from the chain at the same block as the shares, so a claimed request is gone at once. Escrowed shares are not in `shares`.",
@@ -158,6 +182,12 @@ export function positionRoute(deps: {
             shares: formatUnits(shares, product.shareDecimals ?? product.assetDecimals),
             assets: formatUnits(assets, product.assetDecimals),
             usd_value: usdValue(assets, product.assetDecimals, product.usdPrice ?? '1'),
+            pending_redeems: inFlight.map((r) => ({
+              request_id: r.request_id,
+              shares: r.shares,
+              status: r.status,
+              claimable_at: r.estimated_claimable_at ?? r.claimable_since,
+            })),
             redeem_requests: inFlight,
           },
         };

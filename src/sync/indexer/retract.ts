@@ -126,6 +126,8 @@ export async function retractEvents(
         log_index: o.logIndex,
         reason: 'reorg',
         detected_at: isoSeconds(Math.floor(detectedAt.getTime() / 1000)),
+        // Every event carries occurred_at (DECISIONS gives this one the field too).
+        occurred_at: isoSeconds(Math.floor(detectedAt.getTime() / 1000)),
       },
       occurredAt: detectedAt,
     });

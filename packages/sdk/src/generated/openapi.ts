@@ -643,9 +643,21 @@ export type components = {
             /** @description The underlying vault's APY realised over the last 30 days. Null until the product has 30 days of history */
             underlying_apy_30d: string | null;
         };
+        PendingRedeem: {
+            /** @description Pending: when it is expected to become claimable (the vault's schedule; null when it publishes none). Claimable: since when (null when not known). The same as `redeem_requests`' `estimated_claimable_at` or `claimable_since`. */
+            claimable_at: string | null;
+            /** @description The engine's request id, compact 0x hex (as in the `redeem.*` events). */
+            request_id: string;
+            /** @description Engine shares escrowed by the request, in whole share units */
+            shares: string;
+            /** @enum {string} */
+            status: "pending" | "claimable";
+        };
         Position: {
             /** @description Asset value of the shares, in whole asset units */
             assets: string;
+            /** @description The wallet's redeem requests in flight, in the shape DECISIONS gives them (one `claimable_at`): the same requests, in the same order, as `redeem_requests`, which tells an estimate from a fact. Always empty on a synchronous product. */
+            pending_redeems: components["schemas"]["PendingRedeem"][];
             product_slug: string;
             /** @description Added field. The wallet's redeem requests in flight (it is their controller), oldest first: asynchronous products only (always empty on a synchronous one). A request is listed once its `redeem.requested` is confirmed; its status is read from the chain at the same block as the shares, so a claimed request is gone at once. Escrowed shares are not in `shares`. */
             redeem_requests: components["schemas"]["RedeemRequestInFlight"][];
@@ -746,8 +758,12 @@ export interface operations {
                 order?: string;
                 /** @description Only the events of this product (its slug). */
                 product?: string;
+                /** @description DECISIONS' name of `occurred_since` (the same filter); give one of the two. */
+                since?: string;
                 /** @description Only these event types, comma-separated (e.g. `deposit.confirmed,vault_pause`). */
                 type?: string;
+                /** @description DECISIONS' name of `occurred_before` (the same filter: before this time, exclusive); give one of the two. */
+                until?: string;
             };
             header?: never;
             path?: never;
@@ -2529,7 +2545,8 @@ export interface operations {
                  *       "block_hash": "0x8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
                  *       "log_index": 7,
                  *       "reason": "reorg",
-                 *       "detected_at": "2026-03-01T12:20:41Z"
+                 *       "detected_at": "2026-03-01T12:20:41Z",
+                 *       "occurred_at": "2026-03-01T12:20:41Z"
                  *     }
                  */
                 "application/json": {
@@ -2546,6 +2563,11 @@ export interface operations {
                     detected_at: string;
                     /** @description Index of the log in its block. */
                     log_index: number;
+                    /**
+                     * Format: date-time
+                     * @description Added field: the same time as `detected_at` (the retraction happens when the service finds the block gone), under the name every other event uses.
+                     */
+                    occurred_at: string;
                     /**
                      * @description Always `reorg`: the chain reorganised deeper than the confirmation setting of the chain.
                      * @constant

@@ -68,10 +68,13 @@ export interface MockFixtures {
   feeStats: Record<string, Schemas['FeeStatsRow'][]>;
   health: Record<string, Schemas['Health']>;
   feeSchedule: Record<string, Schemas['FeeSchedule']>;
-  /** By slug, then wallet address (lowercase); an address not listed holds nothing. */
+  /**
+   * By slug, then wallet address (lowercase); an address not listed holds nothing.
+   * `pending_redeems` is derived from `redeem_requests`, as the service does.
+   */
   positions: Record<
     string,
-    Record<string, Omit<Schemas['Position'], 'wallet_address' | 'product_slug'>>
+    Record<string, Omit<Schemas['Position'], 'wallet_address' | 'product_slug' | 'pending_redeems'>>
   >;
 }
 
@@ -287,6 +290,12 @@ export async function startMockApi(
           shares: held?.shares ?? '0',
           assets: held?.assets ?? '0',
           usd_value: held?.usd_value ?? '0.00',
+          pending_redeems: (held?.redeem_requests ?? []).map((r) => ({
+            request_id: r.request_id,
+            shares: r.shares,
+            status: r.status,
+            claimable_at: r.estimated_claimable_at ?? r.claimable_since,
+          })),
           redeem_requests: held?.redeem_requests ?? [],
         };
       }

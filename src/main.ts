@@ -73,6 +73,7 @@ function loadBackgroundModules() {
     startChainRuntime: chainRuntime.startChainRuntime,
     provisionDemo: demo.provisionDemo,
     writeDemoCredentials: demoCredentials.writeDemoCredentials,
+    refreshDemoAddresses: demoCredentials.refreshDemoAddresses,
     provisionDemoEmbeds: embedDemo.provisionDemoEmbeds,
     refreshDemoPortalAccess: portalDemo.refreshDemoPortalAccess,
     buildWorkerJobs: jobs.buildWorkerJobs,
@@ -178,6 +179,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         startChainRuntime,
         provisionDemo,
         writeDemoCredentials,
+        refreshDemoAddresses,
         provisionDemoEmbeds,
         refreshDemoPortalAccess,
         buildWorkerJobs,
@@ -217,8 +219,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           });
           logger.info({ file }, 'demo credentials written');
         }
-        // A fresh one-time portal link per demo partner at every start (src/portal/demo.ts).
+        // This start's addresses, then a fresh one-time portal link per demo partner
+        // (src/portal/demo.ts), at every start.
         if (url && !stopRequested) {
+          refreshDemoAddresses(config.DATA_DIR, { base_url: url, rpc_url: local.anvil.rpcUrl });
           await refreshDemoPortalAccess({
             db,
             dataDir: config.DATA_DIR,

@@ -165,6 +165,15 @@ describe('npm start', { timeout: 180_000 }, () => {
       );
       expect(second.out()).toContain('Local chain RPC URL');
       expect(second.out()).not.toMatch(/"level":(50|60)/);
+      // PORT=0: this start listens elsewhere than the first. demo-credentials.json names this
+      // start's addresses (it kept the first start's, and the guide's wait for /ready hung).
+      const creds = JSON.parse(readFileSync(path.join(dir, 'demo-credentials.json'), 'utf8'));
+      expect(creds.base_url).toBe(/listening on (http:\/\/\S+)/.exec(second.out())?.[1]);
+      expect(creds.rpc_url).toBe(/Local chain RPC URL (\S+)/.exec(second.out())?.[1]);
+      expect(
+        /listening on (http:\/\/\S+)/.exec(first.out())?.[1],
+        'the two starts listen on different ports',
+      ).not.toBe(creds.base_url);
     } finally {
       const done = new Promise<void>((r) => second.npm.once('exit', () => r()));
       process.kill(-second.npm.pid!, 'SIGINT');

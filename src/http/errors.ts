@@ -8,7 +8,11 @@ import { BaseError } from '../errors.ts';
 export const ERROR_CATALOGUE = {
   missing_api_key: { status: 401, message: 'The X-Api-Key header is required.' },
   invalid_api_key: { status: 401, message: 'The API key is not recognised.' },
-  revoked_api_key: { status: 401, message: 'The API key has been revoked.' },
+  revoked_api_key: {
+    status: 401,
+    message:
+      'The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator).',
+  },
   rate_limited: { status: 429, message: 'Rate limit exceeded; retry after the Retry-After delay.' },
   not_found: { status: 404, message: 'Not found.' },
   not_owned: { status: 403, message: 'This product belongs to another partner.' },
@@ -42,7 +46,11 @@ export const ERROR_CATALOGUE = {
     message:
       'Times must be ISO 8601 date-times in UTC (…Z), occurred_since before occurred_before.',
   },
-  signature_mismatch: { status: 401, message: 'The signature does not verify.' },
+  signature_mismatch: {
+    status: 401,
+    message:
+      'The signature does not verify: sign the exact raw body bytes with HMAC-SHA256 under this environment’s inbound secret (hex).',
+  },
   missing_idempotency_key: { status: 400, message: 'The Idempotency-Key header is required.' },
   unknown_event: { status: 400, message: 'The event type is not accepted.' },
   invalid_payload: { status: 400, message: 'The request body is not valid.' },

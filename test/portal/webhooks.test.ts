@@ -38,7 +38,12 @@ async function addDestination(
 describe('webhook pages', () => {
   it('adds an HTTPS destination with chosen event types, shows its secret once, and refuses http:// in words', async () => {
     const c = await h.signedIn(email('add'), 'admin');
-    await c.get('/portal/live/webhooks');
+    const page = await c.get('/portal/live/webhooks');
+    // The catalogue's descriptions show their `names` as code, not as literal backticks.
+    const hints = [...page.body.matchAll(/<p class="hint" id="type-[^"]*-desc">(.*?)<\/p>/gs)];
+    expect(hints.length).toBeGreaterThan(3);
+    for (const [, hint] of hints) expect(hint).not.toContain('`');
+    expect(page.body).toContain('<code>Deposit</code>');
     const bad = await c.post('/portal/live/webhooks', { url: 'http://hooks.example.com/x' });
     expect(bad.status).toBe(400);
     expect(text(bad.body)).toContain('Destinations must be https:// URLs.');

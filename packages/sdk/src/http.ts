@@ -91,7 +91,10 @@ export function createTransport(options: TransportOptions) {
     };
     if (req.auth !== false) {
       if (!options.apiKey) {
-        throw new PartnerYieldError('missing_api_key', 'The client has no apiKey.');
+        throw new PartnerYieldError(
+          'missing_api_key',
+          'The client has no apiKey: pass new PartnerYieldClient({ apiKey }) your key (svc_live_… or svc_test_…) (is its environment variable set?).',
+        );
       }
       headers['x-api-key'] = options.apiKey;
     }

@@ -44,7 +44,7 @@ function rawBytes(body: unknown): Bytes {
   );
 }
 
-function secretKey(secret: string): Bytes {
+function secretKey(secret: string, position: string): Bytes {
   const key =
     typeof secret === 'string' && secret.startsWith('whsec_')
       ? fromBase64(secret.slice(6))
@@ -52,7 +52,7 @@ function secretKey(secret: string): Bytes {
   if (!key || key.length === 0) {
     throw new WebhookVerificationError(
       'webhook_invalid_secret',
-      'A webhook secret is the whsec_… string shown when the destination was created or rotated.',
+      `${position}is not a webhook secret: a webhook secret is the whsec_… string shown when the destination was created or rotated.`,
     );
   }
   return key;
@@ -68,13 +68,23 @@ const isKnown = (type: string): type is WebhookEventType =>
 export async function verifyWebhook(
   rawBody: string | Uint8Array | ArrayBuffer,
   headers: WebhookHeaders,
-  secrets: string | readonly string[],
+  secrets: string | readonly (string | undefined)[],
   options: VerifyOptions = {},
 ): Promise<WebhookEvent> {
   const body = rawBytes(rawBody);
-  const keys = (typeof secrets === 'string' ? [secrets] : [...secrets]).map(secretKey);
-  if (keys.length === 0)
-    throw new WebhookVerificationError('webhook_invalid_secret', 'No secret given.');
+  // In a list, an unset or empty entry is skipped: `[process.env.WHSEC_NEW, process.env.WHSEC_OLD]`
+  // with no rotation in progress (WHSEC_OLD unset) verifies with the one secret there is.
+  const list = typeof secrets === 'string' ? [secrets] : [...secrets];
+  const given = list.flatMap((s, i) => (s === undefined || s === '' ? [] : [{ s, i }]));
+  const keys = given.map(({ s, i }) =>
+    secretKey(s, typeof secrets === 'string' ? 'The secret ' : `Entry ${i + 1} of the secrets `),
+  );
+  if (keys.length === 0) {
+    throw new WebhookVerificationError(
+      'webhook_invalid_secret',
+      'No secret given (every entry is empty or undefined: is its environment variable set?).',
+    );
+  }
 
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');

@@ -155,6 +155,23 @@ describe('verifyWebhook', () => {
     });
   });
 
+  it('skips unset entries of a list of secrets, and names a bad one', async () => {
+    // The README's rotation sample with no rotation in progress: WHSEC_OLD unset. Every genuine
+    // delivery was refused before (found following the SDK README).
+    const headers = delivery(secret, body);
+    await expect(
+      verifyWebhook(body, headers, [secret, undefined, ''], { now }),
+    ).resolves.toMatchObject({ known: true });
+    await expect(verifyWebhook(body, headers, [undefined, ''], { now })).rejects.toMatchObject({
+      code: 'webhook_invalid_secret',
+      message: expect.stringMatching(/No secret given .*environment variable/),
+    });
+    await expect(verifyWebhook(body, headers, [secret, 'hunter2'], { now })).rejects.toMatchObject({
+      code: 'webhook_invalid_secret',
+      message: expect.stringMatching(/^Entry 2 of the secrets/),
+    });
+  });
+
   it('verifies during a rotation: several secrets, several signatures in the header', async () => {
     const previous = newSecret();
     const headers = delivery(previous, body);

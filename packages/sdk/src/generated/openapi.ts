@@ -805,7 +805,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -944,7 +944,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -1054,7 +1054,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -1199,7 +1199,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -1357,7 +1357,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -1520,7 +1520,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -1678,7 +1678,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -1838,7 +1838,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -2001,7 +2001,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -2212,7 +2212,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked. `signature_mismatch`: The signature does not verify. */
+            /** @description `missing_api_key`: The X-Api-Key header is required. `invalid_api_key`: The API key is not recognised. `revoked_api_key`: The API key has been revoked; use a current key from the portal’s API keys page (or ask your operator). `signature_mismatch`: The signature does not verify: sign the exact raw body bytes with HMAC-SHA256 under this environment’s inbound secret (hex). */
             401: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];

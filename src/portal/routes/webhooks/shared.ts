@@ -88,6 +88,11 @@ export function ownOr404(
   return d;
 }
 
+/** Catalogue prose, whose `names` are Markdown code spans, as markup (every part escaped). */
+function withCodeSpans(text: string): Html {
+  return html`${text.split('`').map((part, i) => (i % 2 ? html`<code>${part}</code>` : html`${part}`))}`;
+}
+
 /** The catalogue's subscribable types as checkboxes, each with its description and example. */
 export function eventTypePicker(checked: readonly string[]): Html {
   return html`<fieldset class="event-types">
@@ -97,7 +102,7 @@ export function eventTypePicker(checked: readonly string[]): Html {
     const id = `type-${t.replace(/\W/g, '-')}`;
     return html`<div class="event-type">
     <div class="checkbox"><input type="checkbox" id="${id}" name="event_types" value="${t}" ${checked.includes(t) ? 'checked' : ''} aria-describedby="${id}-desc"><label for="${id}"><code>${t}</code></label></div>
-    <p class="hint" id="${id}-desc">${def.description}</p>
+    <p class="hint" id="${id}-desc">${withCodeSpans(def.description)}</p>
     <details><summary>Example payload of ${t}</summary><pre>${JSON.stringify(def.example, null, 2)}</pre></details>
   </div>`;
   })}

@@ -1,7 +1,7 @@
 /**
  * Docs that stand alone (#14): a partner who clones the repository has nothing beside it, so README
- * and docs/ link only inside the repository (relative links to files that exist, anchors, or the
- * local service), name no sibling folder, and mention only example or loopback hosts. The partner
+ * and docs/ link only inside the repository (relative links to files that exist, anchors that name
+ * a heading, or the local service), name no sibling folder, and mention only example or loopback hosts. The partner
  * API reference lists every code of the error catalogue. Partner pages are written for partners
  * (#30): they name no source file, migration or issue number; those belong in docs/maintainers/.
  */
@@ -9,6 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE } from '../src/http/errors.ts';
+import { headingAnchors } from './helpers/markdown.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -34,7 +35,12 @@ describe('README and docs/', () => {
       if (text.includes('../shared')) problems.push(`${where}: names ../shared`);
       for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
         const target = m[1]!;
-        if (target.startsWith('#')) continue;
+        if (target.startsWith('#')) {
+          if (!headingAnchors(text).has(target.slice(1))) {
+            problems.push(`${where}: no heading for ${target}`);
+          }
+          continue;
+        }
         if (/^https?:\/\//.test(target)) {
           const host = target.replace(/^https?:\/\//, '');
           if (!/^(127\.0\.0\.1|localhost)(:|\/|$)/.test(host)) {
@@ -49,6 +55,13 @@ describe('README and docs/', () => {
         const resolved = path.resolve(path.dirname(file), target.split('#')[0]!);
         if (!resolved.startsWith(ROOT + path.sep) || !existsSync(resolved)) {
           problems.push(`${where}: broken or outside link: ${target}`);
+          continue;
+        }
+        const fragment = target.split('#')[1];
+        if (fragment && resolved.endsWith('.md')) {
+          if (!headingAnchors(readFileSync(resolved, 'utf8')).has(fragment)) {
+            problems.push(`${where}: no heading for ${target}`);
+          }
         }
       }
       for (const m of text.matchAll(/https?:\/\/([^\s)`'"<>]+)/g)) {

@@ -5,7 +5,6 @@
  * declares: the document's header, the error catalogue table, the security scheme, the tags'
  * descriptions and the outbound webhooks.
  */
-import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ERROR_CATALOGUE, type ErrorCode } from '../http/errors.ts';
@@ -13,6 +12,7 @@ import type { BaseApp } from '../http/fastify-app.ts';
 import { ErrorEnvelope } from '../http/schemas.ts';
 import { openApiWebhooks } from '../webhooks/event-catalogue.ts';
 import { finishOpenApiDocument } from './openapi-document.ts';
+import { collectPartnerDocs } from './partner-docs.ts';
 
 const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
   .map(
@@ -27,7 +27,6 @@ const catalogueTable = (Object.keys(ERROR_CATALOGUE) as ErrorCode[])
  * absolute URL, which names the local service as `servers` does (openapi-document.ts).
  */
 export const PARTNER_GUIDE_PATH = '/docs/partner-guide.md';
-const partnerGuide = new URL('../../docs/partner-guide.md', import.meta.url);
 
 export const OPENAPI_BASE = {
   openapi: '3.1.0',
@@ -79,8 +78,12 @@ export async function registerOpenApi(app: BaseApp): Promise<void> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  const guide = readFileSync(partnerGuide, 'utf8');
-  app.get(PARTNER_GUIDE_PATH, { schema: { hide: true } }, async (_request, reply) =>
-    reply.type('text/markdown; charset=utf-8').send(guide),
-  );
+  // The guide and the pages and images it links to (partner-docs.ts).
+  for (const doc of collectPartnerDocs()) {
+    app.get(
+      doc.servedPath,
+      { schema: { hide: true }, config: { cacheControl: 'public, max-age=300' } },
+      async (_request, reply) => reply.type(doc.contentType).send(await doc.body()),
+    );
+  }
 }

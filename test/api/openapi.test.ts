@@ -11,6 +11,7 @@ import type { buildApp } from '../../src/server/app.ts';
 import { address, buildTestApp, newProduct } from '../helpers/builders.ts';
 import { attachContractCheck } from '../helpers/contract.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
+import { headingAnchors } from '../helpers/markdown.ts';
 
 describe('OpenAPI document', () => {
   let t: TestDatabase;
@@ -95,9 +96,65 @@ describe('OpenAPI document', () => {
     const res = await app.inject({ url: new URL(doc.externalDocs!.url).pathname });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/markdown');
-    expect(res.body).toBe(
-      readFileSync(new URL('../../docs/partner-guide.md', import.meta.url), 'utf8'),
+    // The file as it is, but for the targets of links the service serves elsewhere.
+    const withoutTargets = (text: string) => text.replace(/\]\([^)\s]+\)/g, ']()');
+    expect(withoutTargets(res.body)).toBe(
+      withoutTargets(readFileSync(new URL('../../docs/partner-guide.md', import.meta.url), 'utf8')),
     );
+  });
+
+  it('every link of the served guide answers, followed to the end, and every anchor is a heading', async () => {
+    const pages = new Map<string, string>();
+    const problems: string[] = [];
+    const queue = ['/docs/partner-guide.md'];
+    const fetched = new Set(queue);
+    const links: { from: string; url: URL }[] = [];
+    while (queue.length > 0) {
+      const at = queue.shift()!;
+      const res = await app.inject({ url: at });
+      if (res.statusCode !== 200) {
+        problems.push(`${at}: ${res.statusCode}`);
+        continue;
+      }
+      if (at.endsWith('.png')) {
+        expect(res.headers['content-type']).toBe('image/png');
+        expect(res.rawPayload.subarray(1, 4).toString()).toBe('PNG');
+      }
+      if (!at.endsWith('.md')) continue;
+      expect(res.headers['content-type']).toContain('text/markdown');
+      pages.set(at, res.body);
+      for (const m of res.body.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(m[1]!)) continue;
+        const url = new URL(m[1]!, `http://service${at}`);
+        links.push({ from: at, url });
+        if (!fetched.has(url.pathname)) {
+          fetched.add(url.pathname);
+          queue.push(url.pathname);
+        }
+      }
+    }
+    for (const { from, url } of links) {
+      if (!url.hash) continue;
+      const page = pages.get(url.pathname);
+      if (!page || !headingAnchors(page).has(decodeURIComponent(url.hash.slice(1)))) {
+        problems.push(`${from}: no heading for ${url.pathname}${url.hash}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    // The reference, the webhooks pages, the SDK's README and the screenshots come with the guide;
+    // the maintainers' pages do not.
+    expect([...fetched]).toEqual(
+      expect.arrayContaining([
+        '/docs/partner-api.md',
+        '/docs/webhooks-outbound.md',
+        '/docs/webhooks-inbound.md',
+        '/docs/webhooks-events.md',
+        '/docs/sdk/README.md',
+        '/docs/portal/keys-created.png',
+      ]),
+    );
+    expect([...fetched].filter((p) => p.includes('maintainers'))).toEqual([]);
+    expect((await app.inject({ url: '/docs/maintainers/decisions.md' })).statusCode).toBe(404);
   });
 
   it('the contract check flags a response that breaks its documented schema', async () => {

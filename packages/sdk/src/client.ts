@@ -133,6 +133,14 @@ export class PartnerYieldClient extends GeneratedReads {
         'sendInbound needs the inbound secret (client option inboundSecret).',
       );
     }
+    if (event.idempotencyKey !== undefined && event.occurred_at === undefined) {
+      // A resend of the event must be the same bytes; "now" would differ at every call, and the
+      // service would answer the resend 409 idempotency_conflict instead of duplicate: true.
+      throw new PartnerYieldError(
+        'missing_occurred_at',
+        'sendInbound with an idempotencyKey needs occurred_at too (when the event happened, kept with the key), so that sending the event again sends the same body and is answered duplicate: true.',
+      );
+    }
     const occurred = event.occurred_at ?? new Date();
     const body = JSON.stringify({
       occurred_at: occurred instanceof Date ? occurred.toISOString() : occurred,

@@ -114,7 +114,9 @@ export function createTransport(options: TransportOptions) {
           headers,
           ...(req.body !== undefined ? { body: req.body } : {}),
           signal: timeout.signal,
-          redirect: 'error',
+          // A redirect is an answer, not a failure to connect: it is reported (below), never
+          // followed (the key would go along to wherever it points).
+          redirect: 'manual',
         });
         text = await res.text();
       } catch (cause) {
@@ -125,6 +127,17 @@ export function createTransport(options: TransportOptions) {
         throw new ConnectionError('connection_failed', `Could not reach ${base}.`, { cause });
       }
       const requestId = res.headers.get('x-request-id') ?? undefined;
+      // Node's fetch hands over the 3xx itself; a browser's an opaque one with status 0.
+      if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
+        const location = res.headers.get('location');
+        throw new ApiError(
+          'unexpected_response',
+          `The address answered with a redirect (${res.status || '3xx'}${location ? ` to ${location}` : ''}), which the SDK does not follow: set baseUrl to the service's own address (its scheme, host and port, no path).`,
+          res.status,
+          requestId,
+          undefined,
+        );
+      }
       let body: unknown;
       try {
         body = text === '' ? undefined : JSON.parse(text);

@@ -37,17 +37,32 @@ export type InboundEventData = {
   'redeem.submitted': SubmittedRedeem;
 };
 
+/**
+ * When the event happened and its key on your side. A resend must carry the same body under the
+ * same key (another body under a used key is `409 idempotency_conflict`), so a key you choose comes
+ * with the time you keep beside it: a default of "now" would differ at every call.
+ */
+type InboundIdentity =
+  | {
+      /** Omitted: a random UUID, reused by this call's own retries only. */
+      idempotencyKey?: undefined;
+      /** ISO 8601 UTC; defaults to now. */
+      occurred_at?: string | Date;
+    }
+  | {
+      /**
+       * Unique key of this event on your side (1–255 printable ASCII), kept with the event. Send
+       * the same key and the same `occurred_at` and data when you send the event again: the
+       * service answers `duplicate: true` and does nothing twice.
+       */
+      idempotencyKey: string;
+      /** ISO 8601 UTC: when the event happened (say, when the transaction was submitted). */
+      occurred_at: string | Date;
+    };
+
 export type InboundEvent = {
   [T in InboundEventType]: {
     type: T;
     data: T extends keyof InboundEventData ? InboundEventData[T] : Record<string, unknown>;
-    /** ISO 8601 UTC; defaults to now. */
-    occurred_at?: string | Date;
-    /**
-     * Unique key of this event on your side (1–255 printable ASCII). Send the same key when you
-     * send the same event again: the service answers `duplicate: true` and does nothing twice.
-     * Defaults to a random UUID, reused by this call's own retries.
-     */
-    idempotencyKey?: string;
-  };
+  } & InboundIdentity;
 }[InboundEventType];

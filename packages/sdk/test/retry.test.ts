@@ -253,6 +253,24 @@ describe('retry policy', () => {
     expect(err).toMatchObject({ code: 'unexpected_response', status: 502 });
   });
 
+  it('reports a redirect as a final unexpected_response naming where it points, never followed', async () => {
+    // Found by QA: with fetch's redirect: 'error' a 303 from a wrong baseUrl (or an http→https
+    // proxy) was "Could not reach …", a connection_failed retried for about 15 s.
+    const redirect: Reply = (_req, res) => {
+      res.writeHead(303, { location: '/portal/sign-in', 'x-request-id': 'req_303' });
+      res.end();
+    };
+    script = [redirect, ok];
+    const { client, waits } = clientWith();
+    const err = await client.listProducts().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ code: 'unexpected_response', status: 303, requestId: 'req_303' });
+    expect((err as Error).message).toContain('redirect (303 to /portal/sign-in)');
+    expect(waits).toEqual([]);
+    // One request: the redirect was not followed with the key.
+    expect(seen).toHaveLength(1);
+  });
+
   it('times out an attempt and retries it like a 5xx', async () => {
     const silent: Reply = () => {}; // never answers
     script = [silent, silent];

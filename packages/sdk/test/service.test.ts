@@ -243,6 +243,30 @@ describe('the SDK against the real service', () => {
       });
     });
 
+    it('asks for occurred_at with a key of the caller, so that sending the event again is a duplicate', async () => {
+      // Found by QA: with "now" as the default, the documented resend of an event under its key
+      // was a new body, answered 409 idempotency_conflict, which the docs call final.
+      const idempotencyKey = `sdk-${randomBytes(6).toString('hex')}`;
+      await expect(
+        // @ts-expect-error a key of the caller comes with occurred_at (the types say so too)
+        client.sendInbound({ type: 'ping', data: { hello: 'sdk' }, idempotencyKey }),
+      ).rejects.toMatchObject({ name: 'PartnerYieldError', code: 'missing_occurred_at' });
+      const event = {
+        type: 'ping' as const,
+        data: { hello: 'sdk' },
+        idempotencyKey,
+        occurred_at: new Date(),
+      };
+      const first = await client.sendInbound(event);
+      expect(first.duplicate).toBe(false);
+      // Later, say after a crash: the same event rebuilt from what was kept.
+      const again = await client.sendInbound({
+        ...event,
+        occurred_at: new Date(event.occurred_at),
+      });
+      expect(again).toEqual({ ...first, duplicate: true });
+    });
+
     it('is refused under another secret', async () => {
       await expect(
         client.sendInbound({ type: 'ping', data: {} }, { secret: 'whsec_not-the-secret' }),

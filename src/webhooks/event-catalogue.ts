@@ -351,7 +351,7 @@ export const OUTBOUND_EVENTS = {
   'redeem.confirmed': define({
     schema: RedeemConfirmed,
     description:
-      'An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred.',
+      "An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred. On an asynchronous engine this is the claim: the shares already left the user's balance at the request (`redeem.requested`, the same shares), so count them once; this event adds the assets paid.",
     dedupeKey: '(event_type, chain_id, tx_hash, log_index)',
     example: {
       slug: 'acme-usdc-core',
@@ -369,7 +369,7 @@ export const OUTBOUND_EVENTS = {
   apy_change: define({
     schema: ApyChange,
     description:
-      "The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day.",
+      "The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day. Sent for a day closed within two days of it (yesterday, or a day missed while the worker was down); days computed later, as a new product's history, send none: apy-history has them.",
     dedupeKey: '(event_type, slug, date)',
     example: {
       slug: 'acme-usdc-core',
@@ -382,7 +382,7 @@ export const OUTBOUND_EVENTS = {
   tvl_alert: define({
     schema: TvlAlert,
     description:
-      "The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day.",
+      "The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day. Sent for a day closed within two days of it, like `apy_change`; older days send none.",
     dedupeKey: '(event_type, slug, date)',
     example: {
       slug: 'acme-usdc-core',

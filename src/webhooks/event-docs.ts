@@ -11,7 +11,16 @@ import {
 interface PropertySchema {
   type?: string;
   const?: unknown;
+  anyOf?: PropertySchema[];
   description?: string;
+}
+
+/** A field's type as the table shows it: its constant, the constants it may be, or its JSON type. */
+function typeOf(p: PropertySchema): string {
+  if (p.const !== undefined) return `\`${JSON.stringify(p.const)}\``;
+  if (p.anyOf) return p.anyOf.map(typeOf).join(' or ');
+  if (p.type) return p.type;
+  throw new Error(`no way to show the type of ${JSON.stringify(p)}`);
 }
 
 export function renderEventsMarkdown(): string {
@@ -48,8 +57,7 @@ export function renderEventsMarkdown(): string {
       '| field | type | meaning |',
       '|---|---|---|',
       ...Object.entries(properties).map(
-        ([name, p]) =>
-          `| \`${name}\` | ${p.const !== undefined ? `\`${JSON.stringify(p.const)}\`` : p.type} | ${p.description ?? ''} |`,
+        ([name, p]) => `| \`${name}\` | ${typeOf(p)} | ${p.description ?? ''} |`,
       ),
       '',
       'Example:',

@@ -260,7 +260,7 @@ export type webhooks = {
         put?: never;
         /**
          * apy_change
-         * @description The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day.
+         * @description The product's net APY for the user moved by more than 10 % day over day (either direction). At most one per product per day. Sent for a day closed within two days of it (yesterday, or a day missed while the worker was down); days computed later, as a new product's history, send none: apy-history has them.
          *
          *     Dedupe key: (event_type, slug, date).
          *
@@ -404,7 +404,7 @@ export type webhooks = {
         put?: never;
         /**
          * redeem.confirmed
-         * @description An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred.
+         * @description An engine `Withdraw` log reached the confirmation depth: shares were burnt and the assets transferred. On an asynchronous engine this is the claim: the shares already left the user's balance at the request (`redeem.requested`, the same shares), so count them once; this event adds the assets paid.
          *
          *     Dedupe key: (event_type, chain_id, tx_hash, log_index).
          *
@@ -452,7 +452,7 @@ export type webhooks = {
         put?: never;
         /**
          * tvl_alert
-         * @description The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day.
+         * @description The engine's total assets moved by more than 20 % day over day (either direction). Not sent when the previous day's total was 0. At most one per product per day. Sent for a day closed within two days of it, like `apy_change`; older days send none.
          *
          *     Dedupe key: (event_type, slug, date).
          *

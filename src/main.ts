@@ -174,6 +174,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // neither liveness nor readiness waits for it.
     let runtime: ChainRuntime | undefined;
     let stopRequested = false;
+    // A stop during the local chain's first build ends the build rather than wait a minute for it.
+    const chainStart = new AbortController();
     const ready = (async (): Promise<ServiceChains> => {
       const {
         startChainRuntime,
@@ -185,7 +187,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         buildWorkerJobs,
         createWorker,
       } = await background;
-      runtime = await startChainRuntime(config, logger);
+      runtime = await startChainRuntime(config, logger, { signal: chainStart.signal });
       const started = runtime;
       provideChains(
         started.chains.map((c) => ({
@@ -271,6 +273,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       stop() {
         stopping ??= (async () => {
           stopRequested = true;
+          chainStart.abort();
           demoWatch.abort();
           // Work stuck on a peer that will not answer (a database connection gone silent, an RPC
           // node that accepts and never replies) would hold the stop until the hard exit. Past
@@ -294,7 +297,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           }, config.SHUTDOWN_TIMEOUT_MS / 2);
           cut.unref();
           // app.close() stops accepting connections and waits for in-flight requests. A chain
-          // still starting cannot be interrupted: wait for it, then stop it.
+          // still loading is waited for, then stopped; a first build is given up (above).
           await Promise.all([app?.close(), ready.catch(() => {})]);
           await Promise.race([worker?.stop(), cutting]);
           await Promise.race([sender.close(), cutting]);

@@ -130,6 +130,46 @@ describe('npm start', { timeout: 180_000 }, () => {
     },
   );
 
+  it('Ctrl-C during the first build of the chain stops at once, unsaved, and says so', async () => {
+    // Found by QA: a stop waited for the whole build (about a minute for 200 days) and then saved it.
+    const dir = mkdtempSync(path.join(tmpdir(), 'pys-npm-start-'));
+    dirs.push(dir);
+    const run = startInGroup(dir, { LOCAL_CHAIN_DAYS: '200', LOG_LEVEL: 'info' });
+    // The build is under way once anvil runs and before the chain is announced.
+    const anvil = await waitFor(
+      () =>
+        descendants(run.npm.pid!).find((pid) => {
+          try {
+            return execFileSync('ps', ['-o', 'args=', '-p', String(pid)], {
+              encoding: 'utf8',
+            }).includes('anvil');
+          } catch {
+            return false; // gone between the two reads of the process table
+          }
+        }),
+      60_000,
+      'anvil to start',
+    );
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(run.out()).not.toContain('Local chain RPC URL');
+    const started = [run.npm.pid!, ...descendants(run.npm.pid!)];
+    const exited = new Promise<number | null>((r) => run.npm.once('exit', (code) => r(code)));
+    const sent = Date.now();
+    process.kill(-run.npm.pid!, 'SIGINT');
+    expect(await exited).toBe(0);
+    expect(Date.now() - sent).toBeLessThan(8_000);
+    expect(alive(anvil)).toBe(false);
+    await waitFor(
+      () => (started.every((pid) => !alive(pid)) ? true : undefined),
+      5_000,
+      'every process to stop',
+    );
+    expect(run.out()).toContain('the first build of the local chain was stopped');
+    expect(run.out()).not.toMatch(/"level":(50|60)/);
+    // Nothing half-built is kept: the next start builds the chain again.
+    expect(existsSync(path.join(dir, 'chain', 'anvil-state.json'))).toBe(false);
+  });
+
   it('Ctrl-C after the demo is ready saves the chain without its past states, and it reloads', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'pys-npm-start-'));
     dirs.push(dir);

@@ -136,6 +136,12 @@ async function runStart(ctx: CommandContext): Promise<void> {
       }
     },
     (err: unknown) => {
+      // Stopped during the first build of the local chain: what was asked for, not a failure.
+      // (By name: this module loads the chain code only once the signal handlers are in place.)
+      if (shuttingDown && err instanceof Error && err.name === 'LocalChainBuildStopped') {
+        logger.info(err.message);
+        return;
+      }
       logger.error({ err }, 'chains failed to start');
       process.stderr.write(
         `yield-service: chains failed to start: ${err instanceof Error ? err.message : String(err)}\n`,

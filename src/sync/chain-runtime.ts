@@ -153,7 +153,11 @@ async function clientWithMulticall(chain: ChainSettings, logger: Logger): Promis
 }
 
 /** Starts (or reads) the chains of this process. */
-export async function startChainRuntime(config: Config, logger: Logger): Promise<ChainRuntime> {
+export async function startChainRuntime(
+  config: Config,
+  logger: Logger,
+  options: { signal?: AbortSignal } = {},
+): Promise<ChainRuntime> {
   if (config.CHAINS_FILE) {
     const chains = readChainsFile(config.CHAINS_FILE);
     const clients = await Promise.all(chains.map((c) => clientWithMulticall(c, logger)));
@@ -168,6 +172,7 @@ export async function startChainRuntime(config: Config, logger: Logger): Promise
     seed: config.LOCAL_CHAIN_SEED,
     days: config.LOCAL_CHAIN_DAYS,
     port: config.LOCAL_CHAIN_PORT,
+    signal: options.signal,
   });
   const settings = localChainSettings(local.anvil.rpcUrl, local.deployment.chainId);
   const confirmer = startLocalConfirmer(local.anvil.rpcUrl, settings.confirmationDepth, logger);

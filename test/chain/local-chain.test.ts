@@ -258,3 +258,18 @@ describe('local chain', () => {
     }
   }, 240_000);
 });
+
+describe('local chain port', () => {
+  it('a port already taken says so and names LOCAL_CHAIN_PORT', async () => {
+    // Found by QA: two services on one machine both took the default 8545, and the second said
+    // only "anvil exited with code 1" and anvil's own words.
+    const first = await startAnvil({});
+    try {
+      await expect(startAnvil({ port: first.port })).rejects.toThrow(
+        `the local chain's port ${first.port} is in use (another service's local chain?): set LOCAL_CHAIN_PORT to a free port, or 0 to pick one`,
+      );
+    } finally {
+      await first.stop();
+    }
+  });
+});

@@ -39,7 +39,7 @@ export interface AnvilHandle {
    * transactions instead of growing with a full state per block (200 days: 106 MB in 1 s instead
    * of 531 MB in 6.5 s). Default true: whoever stops the chain says when the past is not needed.
    */
-  stop(options?: { historicalStates?: boolean }): Promise<void>;
+  stop(options?: { historicalStates?: boolean; discard?: boolean }): Promise<void>;
 }
 
 export const DEFAULT_CHAIN_ID = 31337;
@@ -109,7 +109,7 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
     running.delete(child);
     saved();
   });
-  const port = await waitForListening(child);
+  const port = await waitForListening(child, options.port ?? 0);
   let exited: Promise<void> | undefined;
   const exitPromise = new Promise<void>((resolve) => {
     if (child.exitCode !== null) resolve();
@@ -123,7 +123,8 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
       exited ??= (async () => {
         const alive = child.exitCode === null && child.signalCode === null;
         let saveError: unknown;
-        if (alive && options.stateFile) {
+        // `discard`: a chain given up (a first build stopped half-way) is not worth its write.
+        if (alive && options.stateFile && !stopOptions.discard) {
           await saveState(`http://127.0.0.1:${port}`, options.stateFile, {
             historicalStates: stopOptions.historicalStates ?? true,
           }).catch((err: unknown) => {
@@ -141,7 +142,7 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
   };
 }
 
-function waitForListening(child: ChildProcess): Promise<number> {
+function waitForListening(child: ChildProcess, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
@@ -166,6 +167,15 @@ function waitForListening(child: ChildProcess): Promise<number> {
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
+      // The usual cause on a developer's machine: another service's local chain on the port.
+      if (/address already in use/i.test(err + out)) {
+        reject(
+          new Error(
+            `the local chain's port ${port} is in use (another service's local chain?): set LOCAL_CHAIN_PORT to a free port, or 0 to pick one`,
+          ),
+        );
+        return;
+      }
       reject(new Error(`anvil exited with code ${code}\n${err || out}`));
     });
     child.once('error', (e) => {

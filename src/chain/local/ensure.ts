@@ -35,6 +35,18 @@ export interface EnsureLocalChainOptions {
   genesisTimestamp?: number;
   /** Discard any saved chain and build a new one. */
   fresh?: boolean;
+  /**
+   * Stops a first build half-way (the service stopping during it): anvil is stopped unsaved, the
+   * build rejects with LocalChainBuildStopped, and the next start builds the chain again.
+   */
+  signal?: AbortSignal;
+}
+
+export class LocalChainBuildStopped extends Error {
+  override name = 'LocalChainBuildStopped';
+  constructor() {
+    super('the first build of the local chain was stopped; the next start builds it again');
+  }
 }
 
 export interface LocalChain {
@@ -99,7 +111,10 @@ export async function ensureLocalChain(options: EnsureLocalChainOptions): Promis
     chainId,
     genesisTimestamp,
   });
+  const stopBuild = () => void anvil.stop({ discard: true }).catch(() => {});
+  options.signal?.addEventListener('abort', stopBuild, { once: true });
   try {
+    if (options.signal?.aborted) throw new LocalChainBuildStopped();
     const deployment = await buildLocalChain({
       rpcUrl: anvil.rpcUrl,
       chainId,
@@ -113,9 +128,11 @@ export async function ensureLocalChain(options: EnsureLocalChainOptions): Promis
     writeDeployment(described, deployment);
     return done(anvil, deployment, false, started, described);
   } catch (err) {
-    await anvil.stop();
+    await anvil.stop({ discard: true });
     rmSync(state, { force: true });
-    throw err;
+    throw options.signal?.aborted ? new LocalChainBuildStopped() : err;
+  } finally {
+    options.signal?.removeEventListener('abort', stopBuild);
   }
 }
 

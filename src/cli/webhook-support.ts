@@ -103,7 +103,8 @@ export function deliveryJson(d: WebhookDelivery) {
     destination_id: d.destinationId,
     status: d.status,
     attempts: d.attempts,
-    next_attempt_at: d.nextAttemptAt.toISOString(),
+    // Only a pending delivery has a next attempt (a failed one keeps its last schedule in storage).
+    next_attempt_at: d.status === 'pending' ? d.nextAttemptAt.toISOString() : null,
     last_attempt_at: iso(d.lastAttemptAt),
     last_response_code: d.lastResponseCode,
     last_response_body: d.lastResponseBody,

@@ -243,7 +243,7 @@ export function createWebhookDestinationsRepo(db: Queryable, box: SecretBox) {
       await db.query(
         `UPDATE webhook_deliveries
          SET status = 'failed', failed_at = now(), updated_at = now(),
-             last_error = coalesce(last_error, 'destination removed')
+             last_error = 'destination removed' || coalesce('; last attempt: ' || last_error, '')
          WHERE destination_id = $1 AND status = 'pending'`,
         [id],
       );

@@ -260,7 +260,7 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
           await tx.query(
             `UPDATE webhook_deliveries
              SET status = 'failed', failed_at = now(), updated_at = now(),
-                 last_error = coalesce(last_error, 'destination disabled')
+                 last_error = 'destination disabled' || coalesce('; last attempt: ' || last_error, '')
              WHERE destination_id = $1 AND status = 'pending'`,
             [id],
           );
@@ -323,7 +323,7 @@ export function createWebhookHealthRepo(db: Queryable | Database) {
         const failed = await tx.query(
           `UPDATE webhook_deliveries
            SET status = 'failed', failed_at = now(), updated_at = now(),
-               last_error = coalesce(last_error, 'destination disabled')
+               last_error = 'destination disabled' || coalesce('; last attempt: ' || last_error, '')
            WHERE destination_id = $1 AND status = 'pending'`,
           [id],
         );

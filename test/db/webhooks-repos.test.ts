@@ -178,6 +178,34 @@ describe.each(storageEngines())('webhook repositories on %s', (engine) => {
     expect(await destinations.rotate('whk_unknown')).toBeUndefined();
   });
 
+  it("removing a destination fails its pending deliveries saying why first, then the last attempt's error", async () => {
+    // Found by QA: a delivery that had failed an attempt kept only that error, so nothing said the
+    // destination had been removed.
+    const { db, acme, destinations, deliveries } = await setup();
+    const id = (
+      await destinations.add({
+        partnerId: acme,
+        environment: 'live',
+        url: 'https://hooks.example.com/r',
+      })
+    ).destination.id;
+    const tried = await insertEvent(db, acme, 'live', 'deposit.confirmed');
+    const untried = await insertEvent(db, acme, 'live', 'deposit.confirmed');
+    // As the dispatcher records a failed attempt that will be retried.
+    await db.query(
+      `UPDATE webhook_deliveries SET attempts = 1, last_error = 'connect ECONNREFUSED'
+       WHERE event_id = $1`,
+      [tried.id],
+    );
+    await destinations.remove(id);
+    expect(await deliveries.list({ eventId: tried.id })).toMatchObject([
+      { status: 'failed', lastError: 'destination removed; last attempt: connect ECONNREFUSED' },
+    ]);
+    expect(await deliveries.list({ eventId: untried.id })).toMatchObject([
+      { status: 'failed', lastError: 'destination removed' },
+    ]);
+  });
+
   it('fans an event out to every matching active destination of its partner environment', async () => {
     const { db, acme, bravo, destinations, deliveries } = await setup();
     const add = (partnerId: string, environment: Environment, eventTypes?: string[]) =>

@@ -2,12 +2,14 @@
  * The partner and product commands: output, validation and exit codes. Run in this process (the
  * bin's own commander program, helpers/cli.ts) on a test database; one smoke test spawns the bin.
  */
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProductsRepo } from '../src/db/products.ts';
 import { type CliResult, runCliInProcess } from './helpers/cli.ts';
 import { freshDatabase, scratchDir, type TestDatabase } from './helpers/db.ts';
+import { deadPort } from './helpers/net.ts';
 import { spawnCli } from './helpers/process.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-cli-'));
@@ -153,6 +155,81 @@ describe('the bin, spawned (smoke test of the partner and product commands)', ()
       expect(refused.err).toMatch(/--slug.*lowercase letters/);
     } finally {
       rmSync(smokeDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('operator moves when the chain does not answer', () => {
+  // Found by an operator's QA pass: `product pause` with a provider down printed viem's dump with
+  // the provider's URL and key, and a stack, and did not say the product was already recorded as
+  // paused while its engine still took deposits.
+  let db: TestDatabase;
+  const dir = mkdtempSync(path.join(tmpdir(), 'pys-cli-chain-'));
+  beforeAll(async () => {
+    db = await freshDatabase('pglite');
+  });
+  afterAll(async () => {
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('says what the database holds and what to run, one line, the provider key never shown', async () => {
+    const port = await deadPort();
+    const key = 'SECRETRPCKEY123';
+    const chainsFile = path.join(dir, 'chains.json');
+    writeFileSync(
+      chainsFile,
+      JSON.stringify([
+        {
+          chain_id: 8453,
+          rpc_urls: [`http://127.0.0.1:${port}/v3/${key}?apikey=${key}`],
+          confirmation_depth: 2,
+          block_range_limit: 2000,
+          signer: { env: 'QA_SIGNER_KEY' },
+        },
+      ]),
+    );
+    const run = (args: string[]) =>
+      runCliInProcess(args, {
+        env: {
+          DATA_DIR: dir,
+          LOG_LEVEL: 'silent',
+          CHAINS_FILE: chainsFile,
+          // anvil's first development key: public, and nothing is sent anyway.
+          QA_SIGNER_KEY: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+        },
+        database: db.db,
+      });
+    expect((await run(['partner', 'create', '--name', 'Acme Wallet'])).code).toBe(0);
+    const created = await run(productArgs({ slug: 'acme-base', 'chain-id': '8453' }));
+    expect(created.code).toBe(0);
+    const products = createProductsRepo(db.db);
+    const product = (await products.getBySlug('acme-base'))!;
+    await products.markDeployed(product.id, {
+      engineAddress: ADDR,
+      shareDecimals: 12,
+      block: 1n,
+      at: new Date(),
+    });
+
+    const paused = await run(['product', 'pause', 'acme-base']);
+    expect(paused.code).toBe(1);
+    expect(paused.err).toMatch(
+      /^yield-service: acme-base is recorded as paused \(the API shows it paused; vault_pause is sent\), but pause\(\) on its engine did not complete: .+\. Deposits on chain stay open until it does: .*run `yield-service product pause acme-base` again\.\n$/,
+    );
+    expect((await products.getBySlug('acme-base'))!.operatorPaused).toBe(true);
+
+    const resumed = await run(['product', 'resume', 'acme-base']);
+    expect(resumed.err).toMatch(/^yield-service: acme-base is still paused: unpause\(\) .+\n$/);
+
+    const fees = await run(['product', 'fees', 'acme-base']);
+    expect(fees.code).toBe(1);
+    expect(fees.err).toMatch(/^yield-service: a chain call failed: .+\n$/);
+
+    expect(paused.err).not.toContain('..');
+    for (const r of [paused, resumed, fees]) {
+      expect(r.err).not.toContain(key);
+      expect(r.err).not.toMatch(/\n\s+at /);
     }
   });
 });

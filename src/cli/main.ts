@@ -8,6 +8,7 @@ import { hasUnsavedChain } from '../chain/local/saving.ts';
 import { ConfigError } from '../config.ts';
 import { createLogger, drainLogs } from '../logger.ts';
 import type { RunningService } from '../main.ts';
+import { scrubSecrets } from '../url-secrets.ts';
 import { type CliIo, type CommandContext, commandContext, processIo } from './shared.ts';
 
 /**
@@ -144,7 +145,9 @@ async function runStart(ctx: CommandContext): Promise<void> {
       }
       logger.error({ err }, 'chains failed to start');
       process.stderr.write(
-        `yield-service: chains failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+        scrubSecrets(
+          `yield-service: chains failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+        ),
       );
       shutdown('chain failure');
     },
@@ -222,14 +225,23 @@ export async function runCli(args: readonly string[], io: CliIo = processIo()): 
       io.stderr.write(`Configuration error: ${err.message}\n`);
       return 78; // EX_CONFIG
     }
-    // Operational failures (a server that refuses, a migration that stops) get one clear line;
-    // the stack is for programming errors, or on request with LOG_LEVEL=debug.
-    const e = err as { code?: unknown; name?: unknown; stack?: unknown } | null;
-    const operational = !!e && (typeof e.code === 'string' || e.name === 'MigrationError');
+    // Operational failures (a server that refuses, a migration that stops, a chain that does not
+    // answer) get one clear line; the stack is for programming errors, or on request with
+    // LOG_LEVEL=debug. A chain's error is viem's short message: its full message and details name
+    // the provider's URL.
+    const e = err as { code?: unknown; name?: unknown; stack?: unknown; shortMessage?: unknown };
+    const chain = !!e && typeof e.shortMessage === 'string';
+    const operational = !!e && (typeof e.code === 'string' || e.name === 'MigrationError' || chain);
     const debug = io.env.LOG_LEVEL === 'debug' || io.env.LOG_LEVEL === 'trace';
-    const text = err instanceof Error ? err.message : String(err);
+    const text = chain
+      ? `a chain call failed: ${e.shortMessage as string} (check the chain's rpc_urls and its provider; LOG_LEVEL=debug shows more)`
+      : err instanceof Error
+        ? err.message
+        : String(err);
     const stack = err instanceof Error && err.stack ? err.stack : text;
-    io.stderr.write(`yield-service: ${operational && !debug ? text : stack}\n`);
+    // Provider keys and passwords never reach the terminal, whatever the error carried: the
+    // configured URLs' secret parts are registered when they are read (url-secrets.ts).
+    io.stderr.write(scrubSecrets(`yield-service: ${operational && !debug ? text : stack}\n`));
     return 1;
   }
 }

@@ -12,7 +12,12 @@
 import type { ChainSettings } from '../../chain/chains.ts';
 import type { ChainClient } from '../../chain/client.ts';
 import { readEngineFlags } from '../../chain/read-engine-flags.ts';
-import { type EngineOperatorCall, sendEngineCall } from '../../chain/send-engine-call.ts';
+import {
+  chainErrorMessage,
+  type EngineOperatorCall,
+  OperatorError,
+  sendEngineCall,
+} from '../../chain/send-engine-call.ts';
 import type { Database } from '../../db/client.ts';
 import { createProductsRepo, type Product, type ProductStatus } from '../../db/products.ts';
 import { BaseError, type BaseErrorOptions } from '../../errors.ts';
@@ -81,11 +86,31 @@ async function callUnless(
   return sendEngineCall(chain, client, { engine, call, purpose }, ctx);
 }
 
+/**
+ * The chain step of a move failed (a provider that does not answer, a signer that is down, a
+ * transaction that did not complete): one line saying what the database holds now and what to
+ * run, with the chain's short reason (never a provider URL: viem's shortMessage has none).
+ */
+async function chainStep<T>(step: () => Promise<T>, said: (cause: string) => string): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof InvalidMoveError) throw err;
+    // viem's messages end with a full stop; the sentence around them has its own.
+    throw new OperatorError(said(chainErrorMessage(err).replace(/\.$/, '')), { cause: err });
+  }
+}
+
 export async function pauseProduct(ctx: OperatorContext, slug: string): Promise<OperatorOutcome> {
   const p = await load(ctx.db, slug);
   const engine = requireEngine(p, 'pause');
   await applyPauseReasons(ctx.db, p, { operatorPaused: true }, (ctx.now ?? (() => new Date()))());
-  const txHash = await callUnless(ctx, p, engine, 'pause', (f) => f.paused);
+  // Re-running the command is the repair: it sends nothing when the engine is already paused.
+  const txHash = await chainStep(
+    () => callUnless(ctx, p, engine, 'pause', (f) => f.paused),
+    (cause) =>
+      `${slug} is recorded as paused (the API shows it paused; vault_pause is sent), but pause() on its engine did not complete: ${cause}. Deposits on chain stay open until it does: fix that (\`yield-service tx list\` shows a transaction sent), then run \`yield-service product pause ${slug}\` again.`,
+  );
   const after = await load(ctx.db, slug);
   return { slug, status: after.status, txHash, stillPausedBy: reasonsOf(after) };
 }
@@ -93,7 +118,11 @@ export async function pauseProduct(ctx: OperatorContext, slug: string): Promise<
 export async function resumeProduct(ctx: OperatorContext, slug: string): Promise<OperatorOutcome> {
   const p = await load(ctx.db, slug);
   const engine = requireEngine(p, 'resume');
-  const txHash = await callUnless(ctx, p, engine, 'unpause', (f) => !f.paused);
+  const txHash = await chainStep(
+    () => callUnless(ctx, p, engine, 'unpause', (f) => !f.paused),
+    (cause) =>
+      `${slug} is still paused: unpause() on its engine did not complete: ${cause}. Nothing else changed; run \`yield-service product resume ${slug}\` again once that is fixed.`,
+  );
   // The chain reason is the worker's to clear, at confirmation depth; the operator's is cleared now.
   await applyPauseReasons(ctx.db, p, { operatorPaused: false }, (ctx.now ?? (() => new Date()))());
   const after = await load(ctx.db, slug);
@@ -106,7 +135,11 @@ export async function deprecateProduct(
 ): Promise<OperatorOutcome> {
   const p = await load(ctx.db, slug);
   const engine = requireEngine(p, 'deprecate');
-  const txHash = await callUnless(ctx, p, engine, 'deprecate', (f) => f.deprecated);
+  const txHash = await chainStep(
+    () => callUnless(ctx, p, engine, 'deprecate', (f) => f.deprecated),
+    (cause) =>
+      `${slug} is not deprecated: deprecate() on its engine did not complete: ${cause}. Nothing changed; run \`yield-service product deprecate ${slug}\` again once that is fixed.`,
+  );
   await createProductsRepo(ctx.db).markDeprecated(p.id);
   const after = await load(ctx.db, slug);
   return { slug, status: after.status, txHash, stillPausedBy: [] };

@@ -8,6 +8,7 @@ import type { ChainSettings } from './chain/chains.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/client.ts';
 import { deferredDatabase } from './db/deferred.ts';
+import { masterKeyDiffers, masterKeyMismatch } from './db/master-key-check.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
 import { loadEmbedAssets } from './embed/assets.ts';
@@ -82,9 +83,15 @@ function loadBackgroundModules() {
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
+  const secretBox = createSecretBox(masterKeyFor(config));
   const opening = openDatabase(config).then(async (db) => {
     try {
       const applied = await migrate(db);
+      // Another key than the one the stored secrets are under fails the start, rather than every
+      // delivery and inbound check once serving (master-key-check.ts).
+      const undecryptable = await masterKeyMismatch(db, secretBox);
+      if (undecryptable) throw masterKeyDiffers(config, undecryptable);
       logger.info({ engine: db.engine, applied }, 'database ready');
       return db;
     } catch (err) {
@@ -93,8 +100,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     }
   });
   const db = deferredDatabase(config.DATABASE_URL ? 'postgres' : 'pglite', opening);
-  // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
-  const secretBox = createSecretBox(masterKeyFor(config));
   const sender = createConfiguredSender(config);
   const redis: Redis | undefined = config.REDIS_URL
     ? createRedis(config.REDIS_URL, { logger })

@@ -186,6 +186,68 @@ describe('the service process', { timeout: 240_000 }, () => {
     );
   });
 
+  it.concurrent('refuses, in one line, a master key other than the one the stored secrets are under', async ({
+    expect,
+  }) => {
+    // Found by an operator's QA pass: started without MASTER_KEY on a database of a service that
+    // has one, the process made a key file of its own, answered /ready 200 and failed every
+    // delivery ("the master key differs"); a CLI so run stored secrets the service could not read.
+    const dir = await seededDir();
+    const keyA = 'a'.repeat(64);
+    const keyB = 'b'.repeat(64);
+    const cli = (args: string[], env: Record<string, string>) =>
+      runCliInProcess(args, { env: { DATA_DIR: dir, LOG_LEVEL: 'silent', ...env } });
+    expect((await cli(['partner', 'create', '--name', 'Acme Wallet'], {})).code).toBe(0);
+    const added = await cli(
+      [
+        'webhook',
+        'add',
+        '--partner',
+        'Acme Wallet',
+        '--env',
+        'live',
+        '--url',
+        'https://hooks.example.com/a',
+      ],
+      { MASTER_KEY: keyA },
+    );
+    expect(added.code).toBe(0);
+    // A command that stores a secret, run without the service's key: refused, nothing stored.
+    const stray = await cli(
+      [
+        'webhook',
+        'add',
+        '--partner',
+        'Acme Wallet',
+        '--env',
+        'live',
+        '--url',
+        'https://hooks.example.com/b',
+      ],
+      {},
+    );
+    expect(stray.code).toBe(78);
+    expect(stray.err).toMatch(
+      /^Configuration error: MASTER_KEY: this database's secrets are encrypted under another master key than the key file .*master\.key \(MASTER_KEY is not set here\): webhook destination whk_\w+'s signing secret does not decrypt\. Set MASTER_KEY to the key every other process of this service runs with\.\n$/,
+    );
+    const listed = await cli(['webhook', 'list', '--json'], {});
+    expect(JSON.parse(listed.out)).toHaveLength(1);
+    // The service with another key stops before it listens.
+    const p = spawnCli(['start'], {
+      DATA_DIR: dir,
+      PORT: '0',
+      ROLES: 'api',
+      MASTER_KEY: keyB,
+      CHAINS_FILE: await deadChainsFile(dir),
+    });
+    expect((await p.exited).code).toBe(78);
+    expect(p.stderr()).toMatch(
+      /^Configuration error: MASTER_KEY: this database's secrets are encrypted under another master key than MASTER_KEY: webhook destination whk_\w+'s signing secret does not decrypt\./,
+    );
+    expect(p.stderr().trim().split('\n')).toHaveLength(1);
+    expect(p.stdout()).not.toContain('listening on');
+  });
+
   it.concurrent('exits 1 with one line when the database cannot be reached', async ({ expect }) => {
     const p = spawnCli(['start'], {
       DATA_DIR: tempDir(),

@@ -33,6 +33,7 @@ import {
   partnerNames,
   percent,
   printSecret,
+  secretBoxForWriting,
 } from './webhook-support.ts';
 
 function eventTypes(raw: string): string[] {
@@ -96,7 +97,7 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const added = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
             const partnerId = (await partnerNamed(db, opts.partner)).id;
-            return addDestination(db, lazySecretBox(config), OPERATOR, {
+            return addDestination(db, await secretBoxForWriting(config, db), OPERATOR, {
               partnerId,
               environment: opts.env,
               url: opts.url,
@@ -365,8 +366,14 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .action(async (id: string, opts: { grace: number; json: boolean }) => {
       const config = ctx.config();
       const rotated = await operatorErrors(() =>
-        ctx.withDatabase(config, (db) =>
-          rotateDestinationSecret(db, lazySecretBox(config), OPERATOR, id, opts.grace),
+        ctx.withDatabase(config, async (db) =>
+          rotateDestinationSecret(
+            db,
+            await secretBoxForWriting(config, db),
+            OPERATOR,
+            id,
+            opts.grace,
+          ),
         ),
       );
       if (!rotated)

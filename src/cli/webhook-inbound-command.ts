@@ -16,6 +16,7 @@ import {
   operatorErrors,
   partnerNames,
   printSecret,
+  secretBoxForWriting,
 } from './webhook-support.ts';
 
 export function registerWebhookInboundCommands(webhook: Command, ctx: CommandContext): void {
@@ -42,11 +43,16 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
       const set = await operatorErrors(() =>
         ctx.withDatabase(config, async (db) => {
           const partnerId = (await partnerNamed(db, opts.partner)).id;
-          const result = await setInboundSecret(db, lazySecretBox(config), OPERATOR, {
-            partnerId,
-            environment: opts.env,
-            graceMs: opts.grace,
-          });
+          const result = await setInboundSecret(
+            db,
+            await secretBoxForWriting(config, db),
+            OPERATOR,
+            {
+              partnerId,
+              environment: opts.env,
+              graceMs: opts.grace,
+            },
+          );
           return { ...result, fingerprint: secretFingerprint(result.secret) };
         }),
       );

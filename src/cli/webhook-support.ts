@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config.ts';
 import type { Queryable } from '../db/client.ts';
+import { masterKeyDiffers, masterKeyMismatch } from '../db/master-key-check.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { type WebhookDelivery, WebhookReplayError } from '../db/webhook-deliveries.ts';
 import { DestinationEventTypesError, type WebhookDestination } from '../db/webhook-destinations.ts';
@@ -40,6 +41,18 @@ export function lazySecretBox(config: Config): SecretBox {
     decrypt: (ciphertext, context) => open().decrypt(ciphertext, context),
     deriveKey: (purpose) => open().deriveKey(purpose),
   };
+}
+
+/**
+ * The box for a command that stores a secret, checked against the secrets already stored: a
+ * command run without the service's MASTER_KEY (a key file of its own is made then) would store
+ * secrets the service can never read (master-key-check.ts).
+ */
+export async function secretBoxForWriting(config: Config, db: Queryable): Promise<SecretBox> {
+  const box = lazySecretBox(config);
+  const undecryptable = await masterKeyMismatch(db, box);
+  if (undecryptable) throw masterKeyDiffers(config, undecryptable);
+  return box;
 }
 
 /** Partner names by id, for listings across partners. */

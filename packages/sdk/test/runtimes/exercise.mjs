@@ -46,6 +46,8 @@ export async function exercise(sdk, input) {
     type: 'ping',
     data: { from: 'runtime-suite' },
     idempotencyKey: input.idempotencyKey,
+    // A key of the caller's comes with the time kept beside it (a resend is then the same body).
+    occurred_at: new Date(),
   });
   return {
     event: { type: event.type, known: event.known, id: event.id, data: event.data },

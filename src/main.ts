@@ -81,8 +81,26 @@ function loadBackgroundModules() {
   }));
 }
 
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const opening = openDatabase(config).then(async (db) => {
+export interface StartOptions {
+  /**
+   * Aborted by a shutdown requested during start-up: a PostgreSQL connection still being made is
+   * given up at once (the start then fails) rather than waited for up to its deadline.
+   */
+  signal?: AbortSignal;
+}
+
+export async function startService(
+  config: Config,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<RunningService> {
+  const connecting = openDatabase(config, { signal: options.signal });
+  // PostgreSQL is connected to before anything listens: a wrong or silent DATABASE_URL then fails
+  // the start with one line (db/open.ts, within its connect deadline), before a "listening" line
+  // could suggest the service is up. A connection takes milliseconds; the migrations, and PGlite's
+  // open (seconds on a first run), still run while the server answers liveness.
+  if (config.DATABASE_URL) await connecting;
+  const opening = connecting.then(async (db) => {
     try {
       const applied = await migrate(db);
       logger.info({ engine: db.engine, applied }, 'database ready');

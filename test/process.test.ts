@@ -193,7 +193,9 @@ describe('the service process', { timeout: 240_000 }, () => {
       DATABASE_URL: `postgres://postgres@127.0.0.1:${await deadPort()}/none`,
     });
     expect((await p.exited).code).toBe(1);
-    expect(p.stderr()).toMatch(/^yield-service: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/);
+    expect(p.stderr()).toMatch(
+      /^yield-service: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/none \(DATABASE_URL\): connection refused: check that PostgreSQL runs and listens on that host and port\n$/,
+    );
   });
 
   it.concurrent('exits 1 with one line when the chains cannot be started', async ({ expect }) => {
@@ -216,11 +218,15 @@ describe('the service process', { timeout: 240_000 }, () => {
     const dataDir = tempDir();
     const first = spawnCli(['migrate'], { DATA_DIR: dataDir });
     expect((await first.exited).code).toBe(0);
-    expect(first.stdout()).toMatch(/^Applied \d+ migration\(s\): 0001_partners/);
+    // Which database it migrated: here the embedded one, since DATABASE_URL is not set.
+    const target = `the embedded PGlite database in ${path.join(dataDir, 'pglite')} (DATABASE_URL is not set)`;
+    expect(first.stdout().startsWith(`Applied `)).toBe(true);
+    expect(first.stdout()).toMatch(/^Applied \d+ migration\(s\) to the embedded PGlite/);
+    expect(first.stdout()).toContain(` to ${target}: 0001_partners`);
     // The same command in this process (helpers/cli.ts): the spawned run above is the smoke test.
     const second = await runCliInProcess(['migrate'], { env: { DATA_DIR: dataDir } });
     expect(second.code).toBe(0);
-    expect(second.out).toBe('Database is up to date.\n');
+    expect(second.out).toBe(`Database is up to date: ${target}.\n`);
   });
 
   it.runIf(postgresAdminUrl()).concurrent(

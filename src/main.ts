@@ -4,8 +4,8 @@
  * let in-flight ones finish, then close the database.
  */
 
-import type { ChainSettings } from './chain/chains.ts';
-import type { Config } from './config.ts';
+import { type ChainSettings, readChainsFile } from './chain/chains.ts';
+import { type Config, ConfigError } from './config.ts';
 import type { Database } from './db/client.ts';
 import { deferredDatabase } from './db/deferred.ts';
 import { migrate } from './db/migrate.ts';
@@ -81,6 +81,31 @@ function loadBackgroundModules() {
   }));
 }
 
+/**
+ * CHAINS_FILE and the signers it names, checked before anything opens or listens: a mistake there
+ * (a path that cannot be read, invalid JSON, a missing field, a plaintext key on a public chain, a
+ * key file open to others, an unset key variable) is a configuration error, one line and exit code
+ * 78 (src/cli/main.ts), like any other setting's; it used to fail the start after the API listened.
+ * The signers only on a process with the worker role, the one that signs. Nothing here touches the
+ * network: a remote signer and the RPC nodes are reached once the chains start.
+ */
+async function checkChainsConfig(config: Config): Promise<void> {
+  const file = config.CHAINS_FILE as string;
+  try {
+    const chains = readChainsFile(file);
+    if (config.ROLES.includes('worker')) {
+      const { signerAccount } = await import('./chain/signer.ts');
+      for (const chain of chains) signerAccount(chain);
+    }
+  } catch (err) {
+    const name = (err as Error | null)?.name;
+    if (name === 'ChainsFileError' || name === 'SignerError') {
+      throw new ConfigError((err as Error).message);
+    }
+    throw err;
+  }
+}
+
 export interface StartOptions {
   /**
    * Aborted by a shutdown requested during start-up: a PostgreSQL connection still being made is
@@ -94,6 +119,7 @@ export async function startService(
   logger: Logger,
   options: StartOptions = {},
 ): Promise<RunningService> {
+  if (config.CHAINS_FILE) await checkChainsConfig(config);
   const connecting = openDatabase(config, { signal: options.signal });
   // PostgreSQL is connected to before anything listens: a wrong or silent DATABASE_URL then fails
   // the start with one line (db/open.ts, within its connect deadline), before a "listening" line

@@ -4,8 +4,8 @@
  * let in-flight ones finish, then close the database.
  */
 
-import type { ChainSettings } from './chain/chains.ts';
-import type { Config } from './config.ts';
+import { type ChainSettings, readChainsFile } from './chain/chains.ts';
+import { type Config, ConfigError } from './config.ts';
 import type { Database } from './db/client.ts';
 import { deferredDatabase } from './db/deferred.ts';
 import { masterKeyDiffers, masterKeyMismatch } from './db/master-key-check.ts';
@@ -82,10 +82,54 @@ function loadBackgroundModules() {
   }));
 }
 
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+/**
+ * CHAINS_FILE and the signers it names, checked before anything opens or listens: a mistake there
+ * (a path that cannot be read, invalid JSON, a missing field, a plaintext key on a public chain, a
+ * key file open to others, an unset key variable) is a configuration error, one line and exit code
+ * 78 (src/cli/main.ts), like any other setting's; it used to fail the start after the API listened.
+ * The signers only on a process with the worker role, the one that signs. Nothing here touches the
+ * network: a remote signer and the RPC nodes are reached once the chains start.
+ */
+async function checkChainsConfig(config: Config): Promise<void> {
+  const file = config.CHAINS_FILE as string;
+  try {
+    const chains = readChainsFile(file);
+    if (config.ROLES.includes('worker')) {
+      const { signerAccount } = await import('./chain/signer.ts');
+      for (const chain of chains) signerAccount(chain);
+    }
+  } catch (err) {
+    const name = (err as Error | null)?.name;
+    if (name === 'ChainsFileError' || name === 'SignerError') {
+      throw new ConfigError((err as Error).message);
+    }
+    throw err;
+  }
+}
+
+export interface StartOptions {
+  /**
+   * Aborted by a shutdown requested during start-up: a PostgreSQL connection still being made is
+   * given up at once (the start then fails) rather than waited for up to its deadline.
+   */
+  signal?: AbortSignal;
+}
+
+export async function startService(
+  config: Config,
+  logger: Logger,
+  options: StartOptions = {},
+): Promise<RunningService> {
+  if (config.CHAINS_FILE) await checkChainsConfig(config);
   // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
   const secretBox = createSecretBox(masterKeyFor(config));
-  const opening = openDatabase(config).then(async (db) => {
+  const connecting = openDatabase(config, { signal: options.signal });
+  // PostgreSQL is connected to before anything listens: a wrong or silent DATABASE_URL then fails
+  // the start with one line (db/open.ts, within its connect deadline), before a "listening" line
+  // could suggest the service is up. A connection takes milliseconds; the migrations, and PGlite's
+  // open (seconds on a first run), still run while the server answers liveness.
+  if (config.DATABASE_URL) await connecting;
+  const opening = connecting.then(async (db) => {
     try {
       const applied = await migrate(db);
       // Another key than the one the stored secrets are under fails the start, rather than every

@@ -1,5 +1,5 @@
 /** The service as a real process: first run, probes, graceful shutdown, bad configuration. */
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCliInProcess } from './helpers/cli.ts';
@@ -255,20 +255,58 @@ describe('the service process', { timeout: 240_000 }, () => {
       DATABASE_URL: `postgres://postgres@127.0.0.1:${await deadPort()}/none`,
     });
     expect((await p.exited).code).toBe(1);
-    expect(p.stderr()).toMatch(/^yield-service: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/);
+    expect(p.stderr()).toMatch(
+      /^yield-service: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/none \(DATABASE_URL\): connection refused: check that PostgreSQL runs and listens on that host and port\n$/,
+    );
   });
 
-  it.concurrent('exits 1 with one line when the chains cannot be started', async ({ expect }) => {
-    // Chains start after storage: a migrated database spares the first run's initdb (seconds).
-    const dir = await seededDir();
-    const p = spawnCli(['start'], {
-      DATA_DIR: dir,
-      PORT: '0',
-      CHAINS_FILE: path.join(dir, 'missing.json'),
-    });
-    expect((await p.exited).code).toBe(1);
-    expect(p.stderr()).toBe(
-      `yield-service: chains failed to start: CHAINS_FILE: cannot read "${path.join(dir, 'missing.json')}"\n`,
+  it.concurrent('a CHAINS_FILE or signer mistake stops the start before it listens: one line, exit 78', async ({
+    expect,
+  }) => {
+    const dir = tempDir();
+    const chain = {
+      chain_id: 8453,
+      name: 'base',
+      rpc_urls: [`http://127.0.0.1:${await deadPort()}`],
+      confirmation_depth: 2,
+      block_range_limit: 1000,
+    };
+    const invalid = path.join(dir, 'invalid.json');
+    writeFileSync(invalid, '[\n  {"chain_id": 8453,\n  }\n]\n');
+    const unsetEnv = path.join(dir, 'unset-env.json');
+    writeFileSync(unsetEnv, JSON.stringify([{ ...chain, signer: { env: 'PYS_TEST_UNSET_KEY' } }]));
+    const keyFile = path.join(dir, 'deployer.key');
+    writeFileSync(keyFile, `0x${'11'.repeat(32)}\n`, { mode: 0o644 });
+    chmodSync(keyFile, 0o644);
+    const openKey = path.join(dir, 'open-key.json');
+    writeFileSync(openKey, JSON.stringify([{ ...chain, signer: { file: keyFile } }]));
+    const cases: Array<[string, string]> = [
+      [
+        path.join(dir, 'missing.json'),
+        `CHAINS_FILE: cannot read "${path.join(dir, 'missing.json')}": no such file (ENOENT): check the path`,
+      ],
+      [
+        invalid,
+        `CHAINS_FILE "${invalid}": not valid JSON (line 3, column 3: Expected double-quoted property name)`,
+      ],
+      [
+        unsetEnv,
+        "chain 8453: the environment variable PYS_TEST_UNSET_KEY (signer.env) is not set: set it to the deployer's private key in the service's environment",
+      ],
+      [
+        openKey,
+        `chain 8453: key file ${keyFile} is open to group or others (mode 644): run \`chmod 600 ${keyFile}\` (owned by the service user) and start again`,
+      ],
+    ];
+    await Promise.all(
+      cases.map(async ([file, line]) => {
+        const p = spawnCli(['start'], { DATA_DIR: tempDir(), PORT: '0', CHAINS_FILE: file });
+        expect((await p.exited).code).toBe(78);
+        expect(p.stderr()).toBe(`Configuration error: ${line}\n`);
+        // Refused before the API listened, and without a stack in the logs.
+        expect(p.stdout()).not.toMatch(/listening/i);
+        expect(p.stdout()).not.toMatch(/"stack"/);
+      }),
     );
   });
 
@@ -278,11 +316,15 @@ describe('the service process', { timeout: 240_000 }, () => {
     const dataDir = tempDir();
     const first = spawnCli(['migrate'], { DATA_DIR: dataDir });
     expect((await first.exited).code).toBe(0);
-    expect(first.stdout()).toMatch(/^Applied \d+ migration\(s\): 0001_partners/);
+    // Which database it migrated: here the embedded one, since DATABASE_URL is not set.
+    const target = `the embedded PGlite database in ${path.join(dataDir, 'pglite')} (DATABASE_URL is not set)`;
+    expect(first.stdout().startsWith(`Applied `)).toBe(true);
+    expect(first.stdout()).toMatch(/^Applied \d+ migration\(s\) to the embedded PGlite/);
+    expect(first.stdout()).toContain(` to ${target}: 0001_partners`);
     // The same command in this process (helpers/cli.ts): the spawned run above is the smoke test.
     const second = await runCliInProcess(['migrate'], { env: { DATA_DIR: dataDir } });
     expect(second.code).toBe(0);
-    expect(second.out).toBe('Database is up to date.\n');
+    expect(second.out).toBe(`Database is up to date: ${target}.\n`);
   });
 
   it.runIf(postgresAdminUrl()).concurrent(

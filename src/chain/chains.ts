@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Hex } from 'viem';
 import { registerUrlSecrets } from '../url-secrets.ts';
-import { ChainsFileError, LOCAL_CHAIN_IDS } from './chains-file-error.ts';
+import { ChainsFileError, LOCAL_CHAIN_IDS, refuseUnknownKeys } from './chains-file-error.ts';
 import { parseSignerSettings, type SignerSettings } from './signer-settings.ts';
 
 export { ChainsFileError, LOCAL_CHAIN_IDS };
@@ -45,6 +45,22 @@ export const LOCAL_CHAIN_DEFAULTS = {
   blockRangeLimit: 10_000,
 } as const;
 
+/** Every key a CHAINS_FILE entry may have; any other is refused (a misspelling, most likely). */
+const CHAIN_KEYS = [
+  'chain_id',
+  'name',
+  'rpc_urls',
+  'confirmation_depth',
+  'finality',
+  'block_range_limit',
+  'evm',
+  'signer',
+  'max_fee_per_gas_gwei',
+  'replace_after_blocks',
+  'local',
+  'deployer_private_key',
+] as const;
+
 /**
  * Parses CHAINS_FILE content: `[{ chain_id, name, rpc_urls, confirmation_depth | finality,
  * block_range_limit, evm?, deployer_private_key? }]`. `finality` is `"finalized"` or `"safe"`;
@@ -54,8 +70,8 @@ export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettin
   let raw: unknown;
   try {
     raw = JSON.parse(text);
-  } catch {
-    throw new ChainsFileError(`${file}: not valid JSON`);
+  } catch (err) {
+    throw new ChainsFileError(`${file}: not valid JSON${jsonErrorPlace(text, err)}`);
   }
   if (!Array.isArray(raw) || raw.length === 0) {
     throw new ChainsFileError(`${file}: expected a non-empty JSON array of chains`);
@@ -63,6 +79,10 @@ export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettin
   const seen = new Set<number>();
   return raw.map((c: Record<string, unknown>, i) => {
     const where = `${file}[${i}]`;
+    if (typeof c !== 'object' || c === null || Array.isArray(c)) {
+      throw new ChainsFileError(`${where}: expected an object (one chain)`);
+    }
+    refuseUnknownKeys(c, CHAIN_KEYS, where);
     const int = (key: string, min: number) => {
       const v = c[key];
       if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
@@ -117,12 +137,46 @@ export function parseChainsFile(text: string, file = 'CHAINS_FILE'): ChainSettin
   });
 }
 
+/**
+ * Where JSON.parse stopped, as `(line 3, column 5: Expected ',' or '}' after property value)`, when
+ * its message gives a position (V8 does: "… in JSON at position 42"); else its message alone.
+ */
+function jsonErrorPlace(text: string, err: unknown): string {
+  const message = err instanceof Error ? err.message : '';
+  const at = /at position (\d+)/.exec(message);
+  const what = message
+    .replace(/\s*in JSON at position \d+.*$/s, '')
+    .replace(/\s*\(line \d+ column \d+\)$/, '');
+  if (!at) return what ? ` (${what})` : '';
+  const position = Number(at[1]);
+  const before = text.slice(0, position);
+  const line = before.split('\n').length;
+  const column = position - before.lastIndexOf('\n');
+  return ` (line ${line}, column ${column}${what ? `: ${what}` : ''})`;
+}
+
+/** The OS's reason a file cannot be read, in words an operator acts on. */
+function readFailure(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file (ENOENT): check the path';
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${code}): the service user must be able to read it`;
+    case 'EISDIR':
+      return 'it is a directory (EISDIR): name the JSON file';
+    default:
+      return typeof code === 'string' ? code : err instanceof Error ? err.message : String(err);
+  }
+}
+
 export function readChainsFile(file: string): ChainSettings[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
-  } catch {
-    throw new ChainsFileError(`CHAINS_FILE: cannot read "${file}"`);
+  } catch (err) {
+    throw new ChainsFileError(`CHAINS_FILE: cannot read "${file}": ${readFailure(err)}`);
   }
   return parseChainsFile(text, `CHAINS_FILE "${file}"`);
 }

@@ -7,8 +7,9 @@
  *
  * The local chain gets contracts/Multicall3.sol (its `aggregate3`, the call viem makes) at the
  * canonical address, put there before anything else is deployed (so reads at every later block can
- * use it). A configured chain is checked once at
- * start: where the contract is missing, reads go one call each, as before.
+ * use it). A configured chain is checked at start: where the contract is missing, reads go one
+ * call each, as before; where the check fails (the provider down), it is made again in the
+ * background until it answers (src/sync/chain-runtime.ts).
  */
 import type { Address, Hex } from 'viem';
 import type { ChainClient } from './client.ts';

@@ -20,7 +20,7 @@
  */
 import { type Address, getAddress, isAddress, parseGwei } from 'viem';
 import { registerUrlSecrets } from '../url-secrets.ts';
-import { ChainsFileError, LOCAL_CHAIN_IDS } from './chains-file-error.ts';
+import { ChainsFileError, LOCAL_CHAIN_IDS, refuseUnknownKeys } from './chains-file-error.ts';
 
 export type SignerSource =
   | { kind: 'env'; variable: string }
@@ -64,6 +64,7 @@ function parseSigner(raw: unknown, where: string): SignerSource {
       `${where}.signer: expected {"env": NAME}, {"file": PATH} or {"url": URL, "address": 0x…}`,
     );
   }
+  refuseUnknownKeys(s, ['env', 'file', 'url', 'address'], `${where}.signer`);
   const kinds = ['env', 'file', 'url'].filter((k) => s[k] !== undefined);
   if (kinds.length !== 1) {
     throw new ChainsFileError(`${where}.signer: set exactly one of "env", "file" or "url"`);

@@ -54,9 +54,13 @@ async function runStart(ctx: CommandContext): Promise<void> {
   });
   let shuttingDown = false;
   let startFailed = false;
+  // Gives up a database connection still being made (src/db/open.ts): a silent server would
+  // otherwise hold the stop until the connect deadline.
+  const startup = new AbortController();
   const shutdown = (reason: NodeJS.Signals | 'chain failure' | 'parent disconnected') => {
     if (shuttingDown) return;
     shuttingDown = true;
+    startup.abort();
     // The hard exit first, before anything that could throw or wait: whatever stop() or the
     // logs do, the process is gone after SHUTDOWN_TIMEOUT_MS. Unref'd so it never holds it alive.
     // Except for a local chain not saved yet: the stop goes on to save it (past half the timeout
@@ -106,11 +110,14 @@ async function runStart(ctx: CommandContext): Promise<void> {
   let service: RunningService;
   try {
     const { startService } = await import('../main.ts');
-    service = await startService(config, logger);
+    service = await startService(config, logger, { signal: startup.signal });
   } catch (err) {
     // Nothing to stop: a shutdown under way exits 1 once the failure is reported (runCli).
     startFailed = true;
     provide(undefined);
+    // The log lines written so far (a "Server listening" among them) go out before the failure's
+    // line, which stays the last one the operator reads.
+    await drainLogs();
     throw err;
   }
   provide(service);
@@ -156,17 +163,20 @@ async function runStart(ctx: CommandContext): Promise<void> {
 
 async function runMigrate(ctx: CommandContext): Promise<void> {
   const config = ctx.config();
-  const [{ openDatabase }, { migrate }] = await Promise.all([
+  const [{ openDatabase, describeDatabase }, { migrate }] = await Promise.all([
     import('../db/open.ts'),
     import('../db/migrate.ts'),
   ]);
   const db = await openDatabase(config);
   try {
     const applied = await migrate(db);
+    // Which database, first: a release step whose DATABASE_URL was not injected would otherwise
+    // "succeed" on a new embedded database in ./data.
+    const target = describeDatabase(config);
     ctx.print(
       applied.length
-        ? `Applied ${applied.length} migration(s): ${applied.join(', ')}`
-        : 'Database is up to date.',
+        ? `Applied ${applied.length} migration(s) to ${target}: ${applied.join(', ')}`
+        : `Database is up to date: ${target}.`,
     );
   } finally {
     await db.close();

@@ -66,7 +66,19 @@ export async function pingDatabase(db: Queryable): Promise<void> {
 }
 
 export type DatabaseOptions =
-  | { engine: 'postgres'; url: string; poolMax?: number; preparedStatements?: boolean }
+  | {
+      engine: 'postgres';
+      url: string;
+      poolMax?: number;
+      preparedStatements?: boolean;
+      /**
+       * How long a new connection may take to be ready for queries (TCP, TLS, authentication)
+       * before it fails with "timeout expired": a server that accepts and never answers (a wrong
+       * port, a hung PostgreSQL) must not hold the caller forever. Waiting for a free pool slot is
+       * not bounded by it. Default 10 s.
+       */
+      connectTimeoutMs?: number;
+    }
   | { engine: 'pglite'; dataDir?: string };
 
 /** Identifiers are the callers' constants, never input; quoting keeps them exact anyway. */
@@ -133,10 +145,21 @@ async function createPostgres(options: {
   url: string;
   poolMax?: number;
   preparedStatements?: boolean;
+  connectTimeoutMs?: number;
 }): Promise<Database> {
   // Per-pool type parsers: the global pg.types registry would leak into other pools and libraries.
   const textTypes = new Set<number>([OID.INT8, OID.NUMERIC, OID.DATE]);
+  // The connect deadline on each client, not on the pool: pg-pool would apply its own
+  // connectionTimeoutMillis to waiting for a free slot too, failing queries that merely queue
+  // behind a busy pool.
+  const connectionTimeoutMillis = options.connectTimeoutMs ?? 10_000;
+  class TimedClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis });
+    }
+  }
   const pool = new pg.Pool({
+    Client: TimedClient as unknown as new () => pg.ClientBase,
     connectionString: options.url,
     max: options.poolMax ?? 10,
     types: {

@@ -129,27 +129,88 @@ export function startLocalConfirmer(
   };
 }
 
+/** Delays before each new Multicall3 check after the check at start failed; the last repeats. */
+export const MULTICALL3_RECHECK_DELAYS_MS: readonly number[] = [5_000, 15_000, 60_000, 300_000];
+
 /**
  * A configured chain's client, gathering reads into Multicall3 calls when the chain has the
- * contract (checked once here; a chain without it is read one call at a time, and says so).
+ * contract. Checked at start; a chain without it is read one call at a time, and says so. When the
+ * check itself fails (the provider down or refusing at start) reads go one call each meanwhile, and
+ * the check is made again in the background (MULTICALL3_RECHECK_DELAYS_MS) until it gets an answer:
+ * then the client in use becomes the gathering one, without a restart. Before, a provider blip at
+ * start left every read one call each until the next start (301 instead of 2 calls a tick at 50
+ * products), and a warning said the chain had no Multicall3.
  */
-async function clientWithMulticall(chain: ChainSettings, logger: Logger): Promise<ChainClient> {
-  let multicall3: Multicall3 | undefined;
+export async function clientWithMulticall(
+  chain: ChainSettings,
+  logger: Logger,
+  options: { recheckDelaysMs?: readonly number[] } = {},
+): Promise<{ client: ChainClient; stop(): void }> {
+  const plain = createChainClient(chain);
+  const gathering = (multicall3: Multicall3 | undefined) => {
+    if (!multicall3) {
+      logger.warn(
+        { chainId: chain.chainId, address: MULTICALL3_ADDRESS },
+        'no Multicall3 on this chain: every contract read is its own RPC call',
+      );
+      return plain;
+    }
+    return createChainClient(chain, { multicall3 });
+  };
   try {
-    multicall3 = await findMulticall3(createChainClient(chain), chain.chainId);
+    const client = gathering(await findMulticall3(plain, chain.chainId));
+    return { client, stop: () => {} };
   } catch (err) {
     logger.warn(
       { chainId: chain.chainId, err: (err as Error).message },
-      'could not check for Multicall3 at start: reads go one call each until the next start',
+      'could not check for Multicall3 at start (the RPC call failed): reads go one call each until a later check succeeds, checked again in the background',
     );
   }
-  if (!multicall3) {
-    logger.warn(
-      { chainId: chain.chainId, address: MULTICALL3_ADDRESS },
-      'no Multicall3 on this chain: every contract read is its own RPC call',
-    );
-  }
-  return createChainClient(chain, multicall3 ? { multicall3 } : {});
+  // The client handed out forwards to the one in use: plain until a check answers.
+  let current: ChainClient = plain;
+  const client = new Proxy(plain, {
+    get: (_target, property) => Reflect.get(current, property, current),
+  }) as ChainClient;
+  const delays = options.recheckDelaysMs ?? MULTICALL3_RECHECK_DELAYS_MS;
+  let attempt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const schedule = () => {
+    if (stopped) return;
+    const delay = delays[Math.min(attempt, delays.length - 1)]!;
+    attempt++;
+    timer = setTimeout(check, delay);
+    timer.unref();
+  };
+  const check = async () => {
+    let found: Multicall3 | undefined;
+    try {
+      found = await findMulticall3(plain, chain.chainId);
+    } catch (err) {
+      logger.debug(
+        { chainId: chain.chainId, err: (err as Error).message, attempt },
+        'Multicall3 check failed again',
+      );
+      schedule();
+      return;
+    }
+    if (stopped) return;
+    current = gathering(found);
+    if (found) {
+      logger.info(
+        { chainId: chain.chainId, address: found.address, attempts: attempt },
+        'Multicall3 found on a later check: contract reads are gathered into one call again',
+      );
+    }
+  };
+  schedule();
+  return {
+    client,
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /** Starts (or reads) the chains of this process. */
@@ -163,8 +224,10 @@ export async function startChainRuntime(
     const clients = await Promise.all(chains.map((c) => clientWithMulticall(c, logger)));
     return {
       chains,
-      clients: new Map(chains.map((c, i) => [c.chainId, clients[i]!])),
-      stop: async () => {},
+      clients: new Map(chains.map((c, i) => [c.chainId, clients[i]!.client])),
+      stop: async () => {
+        for (const c of clients) c.stop();
+      },
     };
   }
   const local = await ensureLocalChain({

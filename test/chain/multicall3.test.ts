@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainClient } from '../../src/chain/client.ts';
 import { yieldEngineAbi } from '../../src/chain/generated/index.ts';
 import { ensureLocalMulticall3, MULTICALL3_ADDRESS } from '../../src/chain/multicall3.ts';
+import { clientWithMulticall } from '../../src/sync/chain-runtime.ts';
+import { captureLogger } from '../helpers/logs.ts';
 import { type ProviderProxy, startProviderProxy } from '../helpers/provider-proxy.ts';
 import { type Fixture, mineBlock, newEngine, OPERATOR, setupFixture } from './helpers.ts';
 
@@ -89,6 +91,52 @@ describe('Multicall3', () => {
       expect(proxy.stats.batchRefusals).toBe(refusedBefore);
     } finally {
       proxy.set({ maxBatch: null });
+    }
+  });
+
+  it('a provider failing at start: reads go one call each, then gathered again once a later check answers', async () => {
+    const engine = await newEngine(fx, fx.syncVault);
+    await ensureLocalMulticall3(fx.rpc);
+    await mineBlock(fx);
+    const { logger, lines } = captureLogger();
+    const chain = {
+      chainId: fx.anvil.chainId,
+      name: 'blip',
+      rpcUrls: [proxy.url],
+      confirmationDepth: 2,
+      blockRangeLimit: 1000,
+      evm: true,
+    };
+    proxy.set({ serverErrorShare: 1 });
+    let runtime: Awaited<ReturnType<typeof clientWithMulticall>>;
+    try {
+      runtime = await clientWithMulticall(chain, logger, { recheckDelaysMs: [200] });
+    } finally {
+      proxy.set({ serverErrorShare: 0 });
+    }
+    try {
+      const read = () =>
+        Promise.all(
+          (['totalAssets', 'totalSupply'] as const).map((functionName) =>
+            runtime.client.readContract({ address: engine, abi: yieldEngineAbi, functionName }),
+          ),
+        );
+      // Truthful: the check failed; nothing claims the chain lacks the contract.
+      expect(lines().join('\n')).toContain('could not check for Multicall3 at start');
+      expect(lines().join('\n')).not.toContain('no Multicall3 on this chain');
+      // Within a few checks the client in use gathers reads into one eth_call.
+      const deadline = Date.now() + 20_000;
+      let calls = 0;
+      do {
+        await new Promise((r) => setTimeout(r, 100));
+        proxy.resetCounts();
+        await read();
+        calls = proxy.calls.get('eth_call') ?? 0;
+      } while (calls !== 1 && Date.now() < deadline);
+      expect(calls).toBe(1);
+      expect(lines().join('\n')).toContain('Multicall3 found on a later check');
+    } finally {
+      runtime.stop();
     }
   });
 });

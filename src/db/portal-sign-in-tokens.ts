@@ -11,9 +11,21 @@ export const SIGN_IN_LINK_TTL_MS = 15 * 60_000;
 
 const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
-export type ConsumeResult =
-  | { ok: true; memberId: string }
-  | { ok: false; reason: 'unknown' | 'used' | 'expired' | 'invitation_expired' };
+/** Why a link does not work; `team` names the member's team when the words need it. */
+export interface LinkRefusal {
+  reason:
+    | 'unknown'
+    | 'used'
+    | 'expired'
+    | 'invitation_expired'
+    /** The member was removed before ever signing in: the invitation was cancelled. */
+    | 'invitation_cancelled'
+    /** The member was removed after signing in. */
+    | 'removed';
+  team?: string | undefined;
+}
+
+export type ConsumeResult = { ok: true; memberId: string } | ({ ok: false } & LinkRefusal);
 
 export function createSignInTokensRepo(db: Queryable) {
   return {
@@ -40,22 +52,35 @@ export function createSignInTokensRepo(db: Queryable) {
         [hash],
       );
       if (rows[0]) return { ok: true, memberId: rows[0].member_id };
-      return { ok: false, reason: await this.refusal(token) };
+      return { ok: false, ...(await this.refusal(token)) };
     },
 
     /** Why a token that is not usable is refused (for the words of the page that says so). */
-    async refusal(token: string): Promise<Exclude<ConsumeResult, { ok: true }>['reason']> {
-      if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return 'unknown';
+    async refusal(token: string): Promise<LinkRefusal> {
+      if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return { reason: 'unknown' };
       const hash = hashToken(token);
-      const { rows: seen } = await db.query<{ used_at: Date | null; may_sign_in: boolean | null }>(
-        `SELECT t.used_at, ${MAY_SIGN_IN} AS may_sign_in
+      const { rows: seen } = await db.query<{
+        used_at: Date | null;
+        may_sign_in: boolean | null;
+        removed_at: Date | null;
+        accepted_at: Date | null;
+        team: string | null;
+      }>(
+        `SELECT t.used_at, ${MAY_SIGN_IN} AS may_sign_in, m.removed_at, m.accepted_at,
+                p.name AS team
          FROM portal_sign_in_tokens t LEFT JOIN portal_members m ON m.id = t.member_id
+           LEFT JOIN partners p ON p.id = m.partner_id
          WHERE t.token_hash = $1`,
         [hash],
       );
-      if (!seen[0]) return 'unknown';
-      if (seen[0].used_at) return 'used';
-      return seen[0].may_sign_in === false ? 'invitation_expired' : 'expired';
+      const row = seen[0];
+      if (!row) return { reason: 'unknown' };
+      if (row.used_at) return { reason: 'used' };
+      const team = row.team ?? undefined;
+      if (row.removed_at) {
+        return { reason: row.accepted_at ? 'removed' : 'invitation_cancelled', team };
+      }
+      return { reason: row.may_sign_in === false ? 'invitation_expired' : 'expired', team };
     },
 
     /** Whether a token would be accepted now (the confirmation page asks before consuming it). */

@@ -43,6 +43,11 @@ export interface PageFrame {
  * The head every page shares. The passkey scripts (SimpleWebAuthn's bundle and webauthn.js) load
  * only on the pages with a passkey button (sign-in, your account); links to those pages load them
  * whole (`hx-boost="false"`), as a boosted swap would not run a new head.
+ *
+ * htmx keeps no page snapshots (`historyCacheSize: 0`): a snapshot would hold a one-time secret
+ * (a new key, a signing secret) in sessionStorage, readable after sign-out and brought back by
+ * Back. Back and Forward reload the page from the server instead (`refreshOnHistoryMiss`), which
+ * answers `no-store` and asks for a sign-in once signed out.
  */
 function head(base: string, title: string, passkeys: boolean, htmx = true): Html {
   return html`<meta charset="utf-8">
@@ -57,7 +62,7 @@ ${
 <script src="${assetUrl(base, 'webauthn.js')}" defer></script>`
     : ''
 }
-<meta name="htmx-config" content='{"includeIndicatorStyles":false,"responseHandling":[{"code":"204","swap":false},{"code":"...","swap":true}]}'>`;
+<meta name="htmx-config" content='{"includeIndicatorStyles":false,"historyCacheSize":0,"refreshOnHistoryMiss":true,"responseHandling":[{"code":"204","swap":false},{"code":"...","swap":true}]}'>`;
 }
 
 export function errorSummary(errors: readonly string[] | undefined): Html | '' {
@@ -102,7 +107,7 @@ export function page(frame: PageFrame): Html {
       )}
       </ul>
     </nav>
-    <form method="post" action="${base}/sign-out" class="sign-out">
+    <form method="post" action="${base}/sign-out" class="sign-out" hx-boost="false">
       <input type="hidden" name="_csrf" value="${frame.csrf}">
       <span class="who">${member.email} · ${member.role}</span>
       <button type="submit" class="link-button">Sign out</button>

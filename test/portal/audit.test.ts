@@ -68,18 +68,40 @@ describe('the audit log', () => {
     expect(found).toHaveLength(10);
     for (const r of found)
       expect(r).toMatch(/^2026-03-02 \d\d:\d\d UTC operator Revoked a key test/);
-    const bad = await owner.get('/portal/live/audit?from=2026-03-05&to=2026-03-01');
+    const bad = await owner.get('/portal/live/audit?who=operator&from=2026-03-05&to=2026-03-01');
     expect(bad.status).toBe(400);
-    expect(text(bad.body)).toContain('The first day is after the last one.');
+    expect(text(bad.body)).toContain('The first day is after the last one');
+    // On the audit page itself, with the values kept and the fields marked, not a bare error page.
+    expect(bad.body).toContain('<h1>Audit log</h1>');
+    expect(bad.body).toContain('class="error-summary"');
+    expect(bad.body).toMatch(/name="from" value="2026-03-05" aria-invalid="true"/);
+    expect(bad.body).toMatch(/name="to" value="2026-03-01" aria-invalid="true"/);
+    expect(bad.body).toContain('value="operator"');
+    expect(rows(bad.body)).toHaveLength(0);
+    const garbled = await owner.get('/portal/live/audit?from=2026-13-45');
+    expect(garbled.status).toBe(400);
+    expect(garbled.body).toContain('<h1>Audit log</h1>');
+    expect(garbled.body).toContain('value="2026-13-45"');
+    expect((await owner.get('/portal/live/audit.csv?from=2026-03-05&to=2026-03-01')).status).toBe(
+      400,
+    );
     expect((await owner.get('/portal/live/audit?what=drop.tables')).status).toBe(400);
   });
 
   it('exports the same selection as CSV', async () => {
     const page = await owner.get('/portal/live/audit?who=operator&what=key.revoked');
     expect(page.body).toContain('href="/portal/live/audit.csv?who=operator&amp;what=key.revoked"');
+    // The page boosts its links (hx-boost): a download must load whole, not be swapped in.
+    const link = /<a href="\/portal\/live\/audit\.csv[^>]*>/.exec(page.body)?.[0];
+    expect(link).toContain('hx-boost="false"');
+    const whole = /<a href="\/portal\/live\/audit\.csv[^>]*>/.exec(
+      (await owner.get('/portal/live/audit')).body,
+    )?.[0];
+    expect(whole).toContain('hx-boost="false"');
     const csv = await owner.get('/portal/live/audit.csv?who=operator&what=key.revoked');
     expect(csv.status).toBe(200);
     expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(csv.headers['content-disposition']).toMatch(/^attachment; /);
     const lines = csv.body.trimEnd().split('\r\n');
     expect(lines[0]).toBe('time,actor,action,environment,details,ip');
     expect(lines).toHaveLength(1 + 25);

@@ -287,4 +287,38 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
     );
     expect(after).toEqual([{ action: 'passkey.removed', target: 'Work laptop' }]);
   });
+
+  it('keeps no copy of a new key in the tab: not on Back, not in storage, not after sign-out', async () => {
+    const page = await signIn('kim@acme.example', 'owner');
+    const stored = () =>
+      page.evaluate(
+        `JSON.stringify([...Array(sessionStorage.length).keys()].map((i) => sessionStorage.getItem(sessionStorage.key(i))))
+         + JSON.stringify([...Array(localStorage.length).keys()].map((i) => localStorage.getItem(localStorage.key(i))))`,
+      ) as Promise<string>;
+    await page.getByLabel('Key name').fill('history probe');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByLabel('New API key').textContent())!.trim();
+    expect(key).toMatch(/^svc_live_/);
+    const nav = page.getByRole('navigation', { name: 'Sections' });
+    await nav.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+    expect(await stored()).not.toContain(key);
+
+    // Back, still signed in: the keys page again, from the server, without the key.
+    await page.goBack();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    await page.getByRole('cell', { name: 'history probe', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(key);
+    await nav.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+
+    // Signed out, Back asks for a sign-in and the tab holds nothing of the key.
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.goBack();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await page.content()).not.toContain(key);
+    expect(await stored()).not.toContain(key);
+    expect(await page.evaluate("sessionStorage.getItem('htmx-history-cache')")).toBeNull();
+  });
 });

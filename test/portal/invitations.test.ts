@@ -102,7 +102,14 @@ describe('invitations', () => {
     expect(done.location).toBe('/portal/live/team?cancelled=never%40example.com');
     expect(await rowOf(admin, 'never@example.com')).toBe('');
     const [link] = h.mailedLinks('never@example.com');
-    expect((await h.client().signInWithLink(link!)).status).toBe(410);
+    const refused = await h.client().signInWithLink(link!);
+    expect(refused.status).toBe(410);
+    // Said as it is: cancelled (not "expired", not "ask for a new one", which would mail nothing).
+    expect(text(refused.body)).toContain('This invitation was cancelled');
+    expect(text(refused.body)).toContain(
+      `ask an owner or admin of ${h.partner.name} to invite you again`,
+    );
+    expect(text(refused.body)).not.toMatch(/expired|Ask for a new one/);
     // Only owners act on owners, invitations included.
     await admin.post('/portal/live/team', { email: 'boss@example.com', role: 'owner' });
     expect((await admin.get('/portal/live/team')).status).toBe(200);

@@ -444,11 +444,27 @@ describe('team', () => {
     expect(text((await owner.get(invited.location!)).body)).toContain(`Invitation sent to ${addr}`);
     const again = await owner.post('/portal/live/team', { email: addr, role: 'viewer' });
     expect(again.status).toBe(400);
-    expect(text(again.body)).toContain('is already a member');
+    expect(text(again.body)).toContain(
+      `${addr} is already invited to your team. To send them a new link, use Resend`,
+    );
 
     const newbie = h.client();
     expect((await newbie.signInWithLink(h.mailedLinks(addr)[0]!)).status).toBe(303);
     expect(text((await newbie.get('/portal/test/team')).body)).toContain(addr);
+    await owner.get('/portal/live/team');
+    const member = await owner.post('/portal/live/team', { email: addr, role: 'viewer' });
+    expect(text(member.body)).toContain(`${addr} is already a member of your team (developer).`);
+
+    // Another partner's member: refused without saying that the address is in another team.
+    const elsewhere = email('elsewhere');
+    await h.signedIn(elsewhere, 'owner', await createPartnersRepo(h.t.db).create(`else-${n}`));
+    await owner.get('/portal/live/team');
+    const theirs = await owner.post('/portal/live/team', { email: elsewhere, role: 'viewer' });
+    expect(theirs.status).toBe(400);
+    expect(text(theirs.body)).toContain(
+      `${elsewhere} cannot be invited. Invite them with another address, or contact support`,
+    );
+    expect(text(theirs.body)).not.toMatch(/partner team|another partner|already a member/);
 
     const team = await owner.get('/portal/live/team');
     const id = new RegExp(`team/(mbr_\\w+)/remove" aria-label="Remove ${addr}"`).exec(

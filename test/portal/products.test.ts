@@ -322,6 +322,12 @@ describe('fee-stats CSV', () => {
       const res = await c.get(`/portal/live/products/dash-core/fee-stats.csv?${q}`);
       expect(res.status, q).toBe(400);
       expect(text(res.body)).toContain(words);
+      // On the product's page, above its form, with the dates as typed: not a bare error page.
+      expect(res.body, q).toContain('class="error-summary"');
+      expect(res.body, q).toContain('id="csv-heading"');
+      expect(res.body, q).toMatch(
+        /name="start_date" required value="2026-0\d-\d\d" aria-invalid="true"/,
+      );
     }
   });
 

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Member } from '../../db/portal-members.ts';
 import { invitationState, normaliseEmail } from '../../db/portal-members.ts';
+import type { LinkRefusal } from '../../db/portal-sign-in-tokens.ts';
 import { type PortalContext, PortalError, SESSION_COOKIE, seeOther, sendPage } from '../context.ts';
 import { html } from '../html.ts';
 import { barePage } from '../layout.ts';
@@ -145,7 +146,7 @@ export function signInRoutes(
       async (request, reply) => {
         const token = typeof request.body?.token === 'string' ? request.body.token : '';
         const used = await ctx.tokens.consume(token);
-        if (!used.ok) throw linkRefused(used.reason);
+        if (!used.ok) throw linkRefused(used);
         const member = await ctx.members.get(used.memberId);
         if (!member) throw linkRefused();
         await startSession(ctx, request, reply, member, 'link');
@@ -161,7 +162,22 @@ export function signInRoutes(
     });
   };
 
-  function linkRefused(reason: 'unknown' | 'used' | 'expired' | 'invitation_expired' = 'unknown') {
+  function linkRefused({ reason, team }: LinkRefusal = { reason: 'unknown' }) {
+    const owners = team ? `an owner or admin of ${team}` : 'an owner or admin of your team';
+    if (reason === 'invitation_cancelled') {
+      return new PortalError(
+        410,
+        'This invitation was cancelled',
+        `The invitation this link belongs to was cancelled, so the link no longer signs in. If you should have access, ask ${owners} to invite you again.`,
+      );
+    }
+    if (reason === 'removed') {
+      return new PortalError(
+        410,
+        'You are no longer a member of this team',
+        `You were removed from ${team ?? 'the team'}, so this link no longer signs in. If you should have access, ask ${owners} to invite you again.`,
+      );
+    }
     if (reason === 'invitation_expired') {
       return new PortalError(
         410,

@@ -17,3 +17,14 @@ document.addEventListener('click', async (event) => {
     button.textContent = 'Selected: press Ctrl+C';
   }
 });
+
+// htmx keeps no page snapshots (historyCacheSize 0, see layout.ts): remove any that an older page
+// left in this tab, so nothing shown once (a new key, a signing secret) stays readable in storage.
+// Sign-out loads the sign-in page whole, so this runs there too.
+for (const storage of ['sessionStorage', 'localStorage']) {
+  try {
+    window[storage].removeItem('htmx-history-cache');
+  } catch {
+    // Storage disabled: nothing was kept either.
+  }
+}

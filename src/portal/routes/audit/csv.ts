@@ -4,7 +4,7 @@
  * spreadsheet would run as a formula (=, +, -, @ first) is prefixed with an apostrophe.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { type PortalContext, signedIn } from '../../context.ts';
+import { type PortalContext, PortalError, signedIn } from '../../context.ts';
 import { type AuditQuery, parseAuditQuery } from './filter.ts';
 
 const MAX_ROWS = 100_000;
@@ -23,7 +23,8 @@ export function auditCsvRoutes(ctx: PortalContext): FastifyPluginAsync {
       { config: { requires: 'audit.view' } },
       async (request, reply) => {
         const { member } = signedIn(request);
-        const { filter } = parseAuditQuery(request.query);
+        const { filter, dateError } = parseAuditQuery(request.query);
+        if (dateError) throw new PortalError(400, 'Those dates do not work', dateError);
         const entries = await ctx.audit.list(member.partnerId, {
           ...filter,
           before: undefined,

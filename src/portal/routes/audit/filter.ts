@@ -45,6 +45,8 @@ export interface AuditQuery {
 export interface ParsedAuditQuery {
   form: { who: string; what: string; from: string; to: string };
   filter: AuditFilter;
+  /** Days that do not make a range, in words; the page shows it on the form (the CSV refuses). */
+  dateError?: string | undefined;
 }
 
 const DAY_MS = 86_400_000;
@@ -62,21 +64,23 @@ export function parseAuditQuery(q: AuditQuery): ParsedAuditQuery {
   }
   let since: number | undefined;
   let until: number | undefined;
+  let dateError: string | undefined;
   try {
     since = parseDay(form.from || undefined);
     const to = parseDay(form.to || undefined);
     until = to === undefined ? undefined : to + DAY_MS;
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    throw new PortalError(400, 'Those dates do not work', `${err.message} Use the date pickers.`);
+    dateError = `${err.message} Use the date pickers.`;
   }
-  if (since !== undefined && until !== undefined && since >= until) {
-    throw new PortalError(400, 'Those dates do not work', 'The first day is after the last one.');
+  if (!dateError && since !== undefined && until !== undefined && since >= until) {
+    dateError = 'The first day is after the last one: choose a From day on or before the To day.';
   }
   const before =
     typeof q.before === 'string' && /^aud_\w{1,64}$/.test(q.before) ? q.before : undefined;
   return {
     form,
+    dateError,
     filter: {
       actor: form.who || undefined,
       action: (form.what || undefined) as AuditAction | undefined,

@@ -31,28 +31,31 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
       { config: { requires: 'audit.view' } },
       async (request, reply) => {
         const { member, env } = signedIn(request);
-        const { form, filter } = parseAuditQuery(request.query);
+        const { form, filter, dateError } = parseAuditQuery(request.query);
         const here = `${ctx.base()}/${env}/audit`;
         // One more than a page: whether there is an older one. JSON keys: nothing of one filter
         // can reach another's entry.
         const key = `audit:${member.partnerId}:${JSON.stringify(filter)}`;
         // The rows are rendered once per read (they depend on nothing of the member's session).
-        const { shown, rows, older } = await ctx.teamPages.get(key, async () => {
-          const entries = await ctx.audit.list(member.partnerId, {
-            ...filter,
-            limit: AUDIT_PAGE + 1,
-          });
-          const shown = entries.slice(0, AUDIT_PAGE);
-          return {
-            shown: shown.length,
-            rows: html`${shown.map(
-              (e) =>
-                html`<tr><td data-label="When">${time(e.createdAt)}</td><td data-label="Who">${e.actor}</td><td data-label="What">${ACTION_LABEL[e.action] ?? e.action}</td><td data-label="Env">${e.environment ?? '—'}</td><td data-label="Details"><code class="wrap">${e.target ?? ''}</code></td><td data-label="From">${e.ip ?? '—'}</td></tr>`,
-            )}`,
-            older: entries.length > AUDIT_PAGE ? shown.at(-1)!.id : undefined,
-          };
-        });
+        const { shown, rows, older } = dateError
+          ? { shown: 0, rows: html``, older: undefined }
+          : await ctx.teamPages.get(key, async () => {
+              const entries = await ctx.audit.list(member.partnerId, {
+                ...filter,
+                limit: AUDIT_PAGE + 1,
+              });
+              const shown = entries.slice(0, AUDIT_PAGE);
+              return {
+                shown: shown.length,
+                rows: html`${shown.map(
+                  (e) =>
+                    html`<tr><td data-label="When">${time(e.createdAt)}</td><td data-label="Who">${e.actor}</td><td data-label="What">${ACTION_LABEL[e.action] ?? e.action}</td><td data-label="Env">${e.environment ?? '—'}</td><td data-label="Details"><code class="wrap">${e.target ?? ''}</code></td><td data-label="From">${e.ip ?? '—'}</td></tr>`,
+                )}`,
+                older: entries.length > AUDIT_PAGE ? shown.at(-1)!.id : undefined,
+              };
+            });
         const filtered = Boolean(form.who || form.what || form.from || form.to);
+        const dateInvalid = dateError ? html` aria-invalid="true"` : '';
         return sendPage(
           reply,
           page({
@@ -62,19 +65,26 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
             member,
             env,
             section: 'audit',
+            errors: dateError ? [dateError] : undefined,
             body: html`<p class="lead">Every change made in your team's portal, and by our operators for your team, newest first. Both environments.</p>
 <form method="get" action="${here}" class="inline filters" aria-label="Filter the audit log">
   <div class="field"><label for="f-who">Who</label><input type="text" id="f-who" name="who" value="${form.who}" placeholder="an email, or operator" aria-describedby="f-who-hint"><p class="hint" id="f-who-hint">A member’s email, or <code>operator</code>; empty: anyone.</p></div>
   <div class="field"><label for="f-what">What</label><select id="f-what" name="what">${actionOptions(form.what)}</select></div>
-  <div class="field"><label for="f-from">From (UTC day)</label><input type="date" id="f-from" name="from" value="${form.from}"></div>
-  <div class="field"><label for="f-to">To (UTC day)</label><input type="date" id="f-to" name="to" value="${form.to}"></div>
+  <div class="field"><label for="f-from">From (UTC day)</label><input type="date" id="f-from" name="from" value="${form.from}"${dateInvalid}></div>
+  <div class="field"><label for="f-to">To (UTC day)</label><input type="date" id="f-to" name="to" value="${form.to}"${dateInvalid}></div>
   <div class="field"><button type="submit" class="secondary">Filter</button></div>
 </form>
-<p><a href="${here}.csv${auditQueryString(form)}" download>Download ${filtered ? 'these entries' : 'the whole log'} as CSV</a></p>
 ${
-  shown === 0
-    ? html`<div class="empty"><strong>${filtered ? 'No entries match these filters' : 'Nothing yet'}</strong>${filtered ? html`<a href="${here}">Show everything</a>` : 'Sign-ins and changes to keys and the team appear here.'}</div>`
-    : html`<table class="stack audit">
+  dateError
+    ? ''
+    : html`<p><a href="${here}.csv${auditQueryString(form)}" download hx-boost="false">Download ${filtered ? 'these entries' : 'the whole log'} as CSV</a></p>`
+}
+${
+  dateError
+    ? html`<div class="empty"><strong>No entries shown</strong>Correct the days above, or <a href="${here}">show everything</a>.</div>`
+    : shown === 0
+      ? html`<div class="empty"><strong>${filtered ? 'No entries match these filters' : 'Nothing yet'}</strong>${filtered ? html`<a href="${here}">Show everything</a>` : 'Sign-ins and changes to keys and the team appear here.'}</div>`
+      : html`<table class="stack audit">
   <caption class="visually-hidden">Audit log</caption>
   <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Env</th><th scope="col">Details</th><th scope="col">From</th></tr></thead>
   <tbody>${rows}</tbody>
@@ -86,6 +96,7 @@ ${
     : ''
 }`,
           }),
+          dateError ? 400 : 200,
         );
       },
     );

@@ -12,7 +12,7 @@ export const NAME_MAX = 64;
 const STATUS_LABEL = { active: 'Active', expiring: 'Expiring', revoked: 'Revoked' } as const;
 
 export function secretPanel(key: string, heading: string): Html {
-  return html`<section class="secret" aria-labelledby="secret-heading">
+  return html`<section class="secret" aria-labelledby="secret-heading" hx-history="false">
   <h2 id="secret-heading">${heading}</h2>
   <p>Copy it now and store it somewhere safe. It is shown <strong>only once</strong>: we keep a hash, not the key.</p>
   <div class="secret-value">

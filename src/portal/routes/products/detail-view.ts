@@ -103,7 +103,9 @@ export function productPage(
   now: Date,
   csrf: string,
   q: { start_date?: string; end_date?: string },
+  errors?: string[],
 ) {
+  const invalid = errors?.length ? html` aria-invalid="true"` : '';
   const here = `${base()}/${env}/products/${p.slug}`;
   const { data, hasData, html: chartsHtml } = charts;
   const apys = shownApys(latest);
@@ -135,8 +137,8 @@ ${chartsHtml}
   <h2 id="csv-heading">Download fee-stats (CSV)</h2>
   <p>The daily rows of the API's <code>fee-stats</code>, for any range: one line per day, the same columns and exact figures, for reconciliation.</p>
   <form method="get" action="${here}/fee-stats.csv" class="inline" hx-boost="false">
-<div class="field"><label for="csv-start">From (UTC)</label><input type="date" id="csv-start" name="start_date" required value="${q.start_date ?? data.from}"></div>
-<div class="field"><label for="csv-end">To (UTC)</label><input type="date" id="csv-end" name="end_date" required value="${q.end_date ?? data.to}"></div>
+<div class="field"><label for="csv-start">From (UTC)</label><input type="date" id="csv-start" name="start_date" required value="${q.start_date ?? data.from}"${invalid}></div>
+<div class="field"><label for="csv-end">To (UTC)</label><input type="date" id="csv-end" name="end_date" required value="${q.end_date ?? data.to}"${invalid}></div>
 <div class="field"><button type="submit">Download CSV</button></div>
   </form>
 </section>`;
@@ -147,6 +149,7 @@ ${chartsHtml}
     member,
     env,
     section: 'products',
+    errors,
     body,
     assets: hasData ? ['uplot.css', 'uplot.js', 'charts.js'] : [],
     // Every link here loads whole (the period switch, the CSV form): no htmx to download.

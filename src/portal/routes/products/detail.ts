@@ -10,7 +10,7 @@
  * keys); static/charts.js rebuilds the API's decimal strings from it and draws them with uPlot,
  * served by the portal itself.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { trailingDays } from '../../../http/date-range.ts';
 import { encodeChartData } from '../../chart-data.ts';
 import { type PortalContext, sendPage, signedIn } from '../../context.ts';
@@ -19,54 +19,78 @@ import { ownProduct, parseChartDays } from './shared.ts';
 
 export function productDetailRoutes(ctx: PortalContext): FastifyPluginAsync {
   return async (app) => {
-    const base = ctx.base;
     app.get<{ Params: { env: string; slug: string }; Querystring: { days?: string } }>(
       '/:env/products/:slug',
       { config: { requires: 'member' } },
       async (request, reply) => {
-        const { member, env } = signedIn(request);
-        const days = parseChartDays(request.query.days);
-        const p = await ownProduct(ctx, member, env, request.params.slug);
-        const now = ctx.now();
-        const [latestMap, latestFinal] = await Promise.all([
-          ctx.snapshots.latestFor([p.id]),
-          ctx.snapshots.latestFinalDate(p.id),
-        ]);
-        const latest = latestMap.get(p.id);
-        const { from, to } = trailingDays(days, now, latestFinal);
-        const build = async () => {
-          const [newestFirst, fees] = await Promise.all([
-            ctx.snapshots.apyHistory(p.id, from, to),
-            ctx.snapshots.feeStats(p.id, from, to),
-          ]);
-          // Oldest first, as charts read; a copy, as the read cache shares its arrays with the API.
-          const apy = newestFirst.toReversed();
-          const data = encodeChartData({
-            days,
-            from,
-            to,
-            asset: p.assetSymbol,
-            decimals: p.assetDecimals,
-            apy,
-            fees,
-          });
-          return {
-            data,
-            hasData: apy.length > 0,
-            html: chartsSection(p, latest, { data, apy, fees }),
-          };
-        };
-        // The same window, product and snapshots give the same section: cached with the API's
-        // reads, dropped at the next change of the read model.
-        const charts = ctx.cache
-          ? await ctx.cache.get(`portal-charts:${p.id}:${days}:${from}:${to}`, build)
-          : await build();
-        const q = request.query as { start_date?: string; end_date?: string; error?: string };
-        return sendPage(
-          reply,
-          productPage(base, member, env, p, latest, charts, now, reply.generateCsrf(), q),
-        );
+        const q = request.query as { start_date?: string; end_date?: string };
+        return sendProductPage(ctx, request, reply, { q });
       },
     );
   };
+}
+
+/**
+ * A product's page; the fee-stats CSV answers it too (400) when its dates do not make a range, with
+ * the error above the form and the dates as typed.
+ */
+export async function sendProductPage(
+  ctx: PortalContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  opts: { q: { start_date?: string; end_date?: string }; errors?: string[]; status?: number },
+) {
+  const { member, env } = signedIn(request);
+  const days = parseChartDays((request.query as { days?: string }).days);
+  const p = await ownProduct(ctx, member, env, (request.params as { slug: string }).slug);
+  const now = ctx.now();
+  const [latestMap, latestFinal] = await Promise.all([
+    ctx.snapshots.latestFor([p.id]),
+    ctx.snapshots.latestFinalDate(p.id),
+  ]);
+  const latest = latestMap.get(p.id);
+  const { from, to } = trailingDays(days, now, latestFinal);
+  const build = async () => {
+    const [newestFirst, fees] = await Promise.all([
+      ctx.snapshots.apyHistory(p.id, from, to),
+      ctx.snapshots.feeStats(p.id, from, to),
+    ]);
+    // Oldest first, as charts read; a copy, as the read cache shares its arrays with the API.
+    const apy = newestFirst.toReversed();
+    const data = encodeChartData({
+      days,
+      from,
+      to,
+      asset: p.assetSymbol,
+      decimals: p.assetDecimals,
+      apy,
+      fees,
+    });
+    return {
+      data,
+      hasData: apy.length > 0,
+      html: chartsSection(p, latest, { data, apy, fees }),
+    };
+  };
+  // The same window, product and snapshots give the same section: cached with the API's
+  // reads, dropped at the next change of the read model.
+  const charts = ctx.cache
+    ? await ctx.cache.get(`portal-charts:${p.id}:${days}:${from}:${to}`, build)
+    : await build();
+  return sendPage(
+    reply,
+    productPage(
+      ctx.base,
+      member,
+      env,
+      p,
+      latest,
+      charts,
+      now,
+      reply.generateCsrf(),
+      opts.q,
+      opts.errors,
+    ),
+    opts.status ?? 200,
+  );
 }

@@ -3,7 +3,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { parseDay } from '../../../http/date-range.ts';
 import { ApiError } from '../../../http/errors.ts';
 import { feeStatsRows } from '../../../http/fee-stats-view.ts';
-import { envParam, type PortalContext, PortalError, sessionOf } from '../../context.ts';
+import { envParam, type PortalContext, sessionOf } from '../../context.ts';
+import { sendProductPage } from './detail.ts';
 import { ownProduct } from './shared.ts';
 
 const CSV_COLUMNS = [
@@ -44,11 +45,12 @@ export function feeStatsCsvRoutes(ctx: PortalContext): FastifyPluginAsync {
           [from, to] = [start, end];
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
-          throw new PortalError(
-            400,
-            'Those dates do not work',
-            `${err.message} Use YYYY-MM-DD dates (UTC), the start on or before the end.`,
-          );
+          // The product's page again, the error above the form and the dates as typed.
+          return sendProductPage(ctx, request, reply, {
+            q: { start_date: start ?? '', end_date: end ?? '' },
+            errors: [`${err.message} Use YYYY-MM-DD dates (UTC), the start on or before the end.`],
+            status: 400,
+          });
         }
         // Any range: the CSV is for reconciliation, and a year or more is one query.
         const rows = feeStatsRows(await ctx.snapshots.feeStats(p.id, from, to), p.assetDecimals);

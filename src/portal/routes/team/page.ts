@@ -64,7 +64,18 @@ export function teamPageRoutes(ctx: PortalContext): FastifyPluginAsync {
           });
         } catch (err) {
           if (err instanceof MemberExistsError) {
-            return again([`${email} is already a member of a partner team.`]);
+            // Says what to do; whose the address is, only when it is this team's.
+            const existing = await ctx.members.findActiveByEmail(email);
+            if (existing?.partnerId === member.partnerId) {
+              return again([
+                existing.acceptedAt
+                  ? `${email} is already a member of your team (${existing.role}).`
+                  : `${email} is already invited to your team. To send them a new link, use Resend on their row below.`,
+              ]);
+            }
+            return again([
+              `${email} cannot be invited. Invite them with another address, or contact support if you think this is wrong.`,
+            ]);
           }
           throw err;
         }

@@ -32,7 +32,7 @@ export const STATUS_LABEL: Record<DeliveryStatus, string> = {
 };
 
 export function secretPanel(secret: string, heading: string, note: Html | string = ''): Html {
-  return html`<section class="secret" aria-labelledby="secret-heading">
+  return html`<section class="secret" aria-labelledby="secret-heading" hx-history="false">
   <h2 id="secret-heading">${heading}</h2>
   <p>Copy it now and store it where your receiver reads it. It is shown <strong>only once</strong>. ${note}</p>
   <div class="secret-value">

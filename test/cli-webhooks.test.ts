@@ -911,3 +911,18 @@ describe('the bin, spawned (smoke test of the webhook commands)', () => {
     }
   });
 });
+
+describe('webhook --grace help', () => {
+  it('shows the default as "24h", as key roll --expires does, not in milliseconds', async () => {
+    for (const args of [
+      ['webhook', 'rotate', '--help'],
+      ['webhook', 'inbound-secret', 'set', '--help'],
+    ]) {
+      const r = await runCliInProcess(args, { env: {} });
+      expect(r.code).toBe(0);
+      const help = r.out.replace(/\s+/g, ' ');
+      expect(help).toContain('(0, 30m, 24h, 7d…) (default: "24h")');
+      expect(help).not.toContain('86400000');
+    }
+  });
+});

@@ -29,6 +29,8 @@ import {
   toHex,
 } from 'viem';
 import { BaseError } from '../errors.ts';
+import { scrubSecrets } from '../url-secrets.ts';
+import { isRevertOrNoData } from './call-errors.ts';
 import type { ChainClient } from './client.ts';
 import { assetProbeAbi, assetProbeRuntimeCode } from './generated/AssetProbe.ts';
 
@@ -78,6 +80,7 @@ export async function checkAsset(
   const decimals = await readOrExplain(
     () => client.readContract({ address: asset, abi: erc20Abi, functionName: 'decimals' }),
     `${asset} does not answer decimals(): is it an ERC-20 token on this chain?`,
+    `decimals() of ${asset}`,
   );
   if (input.decimals !== undefined && decimals !== input.decimals) {
     throw new AssetCheckError(
@@ -94,6 +97,7 @@ export async function checkAsset(
           functionName: 'asset',
         }),
       `${input.underlying} does not answer asset(): is it an ERC-4626 vault on this chain?`,
+      `asset() of ${input.underlying}`,
     );
     if (getAddress(underlyingAsset) !== asset) {
       throw new AssetCheckError(
@@ -238,12 +242,53 @@ function word(value: bigint): Hex {
   return numberToHex(value, { size: 32 });
 }
 
-async function readOrExplain<T>(read: () => Promise<T>, message: string): Promise<T> {
+/**
+ * A read the contract must answer: `message` blames the contract only when the chain answered
+ * (a revert, no data: not the contract expected). A failure to get an answer at all (the provider
+ * refused the connection, timed out, answered an HTTP error) says so instead, naming the failure
+ * but never the provider's URL or key.
+ */
+async function readOrExplain<T>(read: () => Promise<T>, message: string, what: string): Promise<T> {
   try {
     return await read();
   } catch (err) {
-    throw new AssetCheckError('asset_mismatch', message, { cause: err });
+    if (isRevertOrNoData(err)) throw new AssetCheckError('asset_mismatch', message, { cause: err });
+    throw new AssetCheckError(
+      'asset_not_checked',
+      `the chain's RPC provider did not answer ${what} (${providerFailure(err)}): the asset was not checked; check the chain's rpc_urls and that the provider is reachable, then try again`,
+      { cause: err },
+    );
   }
+}
+
+const NETWORK_WORDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+};
+
+/** What went wrong in getting an answer, in words without the URL: a network code, a timeout, an HTTP status, or the provider's own short reason. */
+function providerFailure(err: unknown): string {
+  let status: number | undefined;
+  let code: string | undefined;
+  let timedOut = false;
+  let e: unknown = err;
+  for (let depth = 0; e && typeof e === 'object' && depth < 10; depth++) {
+    const o = e as { name?: unknown; status?: unknown; code?: unknown; cause?: unknown };
+    if (o.name === 'TimeoutError') timedOut = true;
+    if (typeof o.status === 'number' && status === undefined) status = o.status;
+    if (typeof o.code === 'string' && code === undefined) code = o.code;
+    e = o.cause;
+  }
+  if (code) return `${NETWORK_WORDS[code] ?? 'network error'}, ${code}`;
+  if (timedOut) return 'the request timed out';
+  if (status !== undefined) return `HTTP ${status}`;
+  return scrubSecrets(shortReason(err));
 }
 
 /** The node's reason, without URLs or request bodies (viem's shortMessage). */

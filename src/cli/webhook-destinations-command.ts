@@ -356,11 +356,14 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
     .description(
       'replace the signing secret of a destination (whk_…); prints the new one once; the previous one keeps signing for --grace',
     )
-    .option(
-      '--grace <duration>',
-      'how long the previous secret keeps signing beside the new one (0, 30m, 24h, 7d…)',
-      parseGrace,
-      24 * 3_600_000,
+    .addOption(
+      // Shown as "24h" (as `key roll --expires`), not the milliseconds it parses to.
+      new Option(
+        '--grace <duration>',
+        'how long the previous secret keeps signing beside the new one (0, 30m, 24h, 7d…)',
+      )
+        .argParser(parseGrace)
+        .default(24 * 3_600_000, '"24h"'),
     )
     .option('--json', 'print JSON', false)
     .action(async (id: string, opts: { grace: number; json: boolean }) => {

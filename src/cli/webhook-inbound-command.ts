@@ -2,7 +2,7 @@
  * `yield-service webhook inbound-secret set|list`: the secret each partner environment signs its
  * inbound webhooks with. Printed once, when created or rotated; listings show its fingerprint.
  */
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { OPERATOR } from '../operations/actor.ts';
 import { setInboundSecret } from '../operations/inbound-secrets.ts';
@@ -31,11 +31,14 @@ export function registerWebhookInboundCommands(webhook: Command, ctx: CommandCon
     )
     .requiredOption('--partner <name>', 'partner name')
     .requiredOption('--env <env>', 'live or test', environment)
-    .option(
-      '--grace <duration>',
-      'on a rotation, how long the previous secret keeps verifying beside the new one (0, 30m, 24h, 7d…)',
-      parseGrace,
-      24 * 3_600_000,
+    .addOption(
+      // Shown as "24h" (as `key roll --expires`), not the milliseconds it parses to.
+      new Option(
+        '--grace <duration>',
+        'on a rotation, how long the previous secret keeps verifying beside the new one (0, 30m, 24h, 7d…)',
+      )
+        .argParser(parseGrace)
+        .default(24 * 3_600_000, '"24h"'),
     )
     .option('--json', 'print JSON', false)
     .action(async (opts: { partner: string; env: Environment; grace: number; json: boolean }) => {

@@ -123,8 +123,16 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
             'Choose a time',
             'Say since when failed deliveries should be replayed.',
           );
-        await replayOr409(() => replayFailedSince(ctx.db, box, actorOf(request), d.id, since));
-        return seeOther(reply, `${base()}/${env}/webhooks/${d.id}?notice=replayed`);
+        const { count } = await replayOr409(() =>
+          replayFailedSince(ctx.db, box, actorOf(request), d.id, since),
+        );
+        // The page says how many were queued, or that there was nothing to replay.
+        const said = new URLSearchParams({
+          notice: 'replayed-failed',
+          queued: String(count),
+          failed_since: since.toISOString(),
+        });
+        return seeOther(reply, `${base()}/${env}/webhooks/${d.id}?${said}`);
       },
     );
   };

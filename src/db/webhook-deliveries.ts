@@ -142,6 +142,9 @@ export interface DeliveryDetail {
   replayOf: string | null;
   /** When the dispatcher next sends a pending delivery. */
   nextAttemptAt: Date;
+  /** The event's numbers, sent as `X-Service-Sequence` and `X-Service-Partner-Sequence`. */
+  productSeq: bigint | null;
+  partnerSeq: bigint | null;
   attempts: {
     attempt: number;
     attemptedAt: Date;
@@ -367,9 +370,11 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         created_at: Date;
         replay_of: string | null;
         next_attempt_at: Date;
+        product_seq: string | null;
+        partner_seq: string | null;
       }>(
         `SELECT w.id, w.event_id, e.event_type, e.payload, w.status, w.created_at, w.replay_of,
-                w.next_attempt_at
+                w.next_attempt_at, e.product_seq, e.partner_seq
          FROM webhook_deliveries w JOIN events e ON e.id = w.event_id
          WHERE w.id = $1 AND w.destination_id = $2`,
         [deliveryId, destinationId],
@@ -398,6 +403,8 @@ export function createWebhookDeliveriesRepo(db: Queryable | Database) {
         createdAt: r.created_at,
         replayOf: r.replay_of,
         nextAttemptAt: r.next_attempt_at,
+        productSeq: r.product_seq === null ? null : BigInt(r.product_seq),
+        partnerSeq: r.partner_seq === null ? null : BigInt(r.partner_seq),
         attempts: attempts.map((a) => ({
           attempt: a.attempt,
           attemptedAt: a.attempted_at,

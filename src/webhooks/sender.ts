@@ -21,6 +21,7 @@ import tls from 'node:tls';
 import { Agent, request } from 'undici';
 import { BaseError, type BaseErrorOptions } from '../errors.ts';
 import type { AddressPolicy } from './address-policy.ts';
+import { DEFAULT_USER_AGENT, deliveryHeaders } from './headers.ts';
 
 export interface SendRequest {
   url: string;
@@ -85,7 +86,7 @@ export interface SenderOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
-export const DEFAULT_USER_AGENT = 'partner-yield-service-webhooks/1.0';
+export { DEFAULT_USER_AGENT };
 export const DEFAULT_CONNECTIONS = 32;
 /** Bytes of the response body kept. */
 export const EXCERPT_BYTES = 1024;
@@ -270,24 +271,8 @@ export function createSender(options: SenderOptions): Sender {
         dispatcher: agent,
         signal,
         headers: {
-          'content-type': 'application/json',
+          ...deliveryHeaders(req, userAgent),
           ...(gate ? { 'content-length': String(Buffer.byteLength(req.body)) } : {}),
-          'x-service-event': req.eventType,
-          'x-service-signature': req.signature,
-          ...(req.eventId === undefined
-            ? {}
-            : { 'x-service-event-id': req.eventId, 'webhook-id': req.eventId }),
-          ...(req.webhookSignature === undefined || req.webhookTimestamp === undefined
-            ? {}
-            : {
-                'webhook-timestamp': String(req.webhookTimestamp),
-                'webhook-signature': req.webhookSignature,
-              }),
-          ...(req.sequence == null ? {} : { 'x-service-sequence': String(req.sequence) }),
-          ...(req.partnerSequence == null
-            ? {}
-            : { 'x-service-partner-sequence': String(req.partnerSequence) }),
-          'user-agent': userAgent,
         },
         body,
       });

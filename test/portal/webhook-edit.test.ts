@@ -85,6 +85,10 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
     const form = await owner.get(`/portal/live/webhooks/${id}/edit`);
     expect(form.status).toBe(200);
     expect(form.body).toContain('value="https://hooks.example.com/x"');
+    // Says what a new URL resets (the automatic-disable clock), not a "clean health record".
+    expect(text(form.body)).toContain('A new URL restarts the automatic-disable clock');
+    expect(text(form.body)).toContain("still include the old URL's deliveries");
+    expect(text(form.body)).not.toContain('clean health record');
     expect(text(form.body)).toContain('none ticked: every type');
 
     const http = await postEdit(owner, 'live', id, 'http://hooks.example.com/plain', []);
@@ -171,7 +175,7 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
     expect(words).toContain('Disabled. Nothing is sent to it until you re-enable it');
     expect(words).toMatch(
       new RegExp(
-        `Disabled by your team Disabled by ${actor.replace('.', '\\.')} on \\S+Z \\(“moving hosts”\\)\\.`,
+        `Disabled by your team Disabled by ${actor.replace('.', '\\.')} on \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC \\(“moving hosts”\\)\\.`,
       ),
     );
     expect(words).toContain('Re-enable and replay what failed');
@@ -203,10 +207,31 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
     ]);
     expect((await find(id)).disabled_by).toBeNull();
 
+    // Replay failed: nothing when every failed event is already pending again, in words.
+    const since = new Date(Date.now() - 3_600_000).toISOString().slice(0, 16);
+    await owner.get(`/portal/live/webhooks/${id}`);
+    const nothing = await owner.post(`/portal/live/webhooks/${id}/replay-failed`, { since });
+    expect(nothing.status).toBe(303);
+    const nothingSaid = text((await owner.get(nothing.location!)).body);
+    expect(nothingSaid).toContain(
+      `Nothing to replay: no failed delivery since ${since.replace('T', ' ')} UTC that is not already pending or delivered again.`,
+    );
+    expect(nothingSaid).not.toContain('Replay queued');
+    // Once that replay failed too, one delivery is queued, and the page says so.
+    await h.t.db.query(
+      `UPDATE webhook_deliveries SET status = 'failed', failed_at = now()
+       WHERE destination_id = $1 AND status = 'pending'`,
+      [id],
+    );
+    const one = await owner.post(`/portal/live/webhooks/${id}/replay-failed`, { since });
+    expect(text((await owner.get(one.location!)).body)).toContain('1 delivery queued');
+
     expect((await auditOf(actor)).map((r) => [r.action, r.target])).toEqual([
       ['webhook.added', `${id} https://hooks.example.com/x`],
       ['webhook.disabled', `${id} 1 pending failed: moving hosts`],
       ['webhook.enabled', `${id} 1 replayed`],
+      ['webhook.replayed', `${id} 0 failed since ${since.replace('T', ' ')} UTC`],
+      ['webhook.replayed', `${id} 1 failed since ${since.replace('T', ' ')} UTC`],
     ]);
   });
 

@@ -196,7 +196,7 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
       .getByLabel('Replay every failed delivery since (UTC)')
       .fill(new Date(Date.now() - 3_600_000).toISOString().slice(0, 16));
     await page.getByRole('button', { name: 'Replay failed' }).click();
-    await page.getByText('Replay queued.').waitFor();
+    await page.getByText(/\d+ deliver(y|ies) queued/).waitFor();
     await expect
       .poll(
         async () => {

@@ -258,6 +258,54 @@ describe('a pending delivery', () => {
   });
 });
 
+describe('delivery detail', () => {
+  it('lists the headers as the dispatcher sends them, sequence numbers and user-agent included', async () => {
+    const partner = await createPartnersRepo(h.t.db).create(`Headers ${n}`);
+    const owner = await h.signedIn(email('headers'), 'owner', partner);
+    const { id } = await addDestination(owner, 'live');
+    const [product] = await seedProducts(h.t.db, partner.id, [
+      { slug: `hdr-${n}`, displayName: 'Hdr USDC', environment: 'live', status: 'active', days: 0 },
+    ]);
+    const tx = `0x${'cd'.repeat(32)}` as const;
+    const event = (await createEventsRepo(h.t.db).insert({
+      partnerId: partner.id,
+      environment: 'live',
+      productId: product!.id,
+      eventType: 'deposit.confirmed',
+      dedupeKey: `deposit.confirmed:31337:${tx}:0`,
+      payload: { product_slug: product!.slug, tx_hash: tx },
+      occurredAt: new Date(),
+      chain: { chainId: 31337, blockNumber: 1n, blockHash: tx, txHash: tx, logIndex: 0 },
+    }))!;
+    expect(event.productSeq).not.toBeNull();
+    const { rows } = await h.t.db.query<{ id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE destination_id = $1',
+      [id],
+    );
+    const detail = await owner.get(`/portal/live/webhooks/${id}/deliveries/${rows[0]!.id}`);
+    const sent = /<h2>Headers as sent<\/h2>\s*<pre>([\s\S]*?)<\/pre>/.exec(detail.body)![1]!;
+    const names = sent
+      .trim()
+      .split('\n')
+      .map((l) => l.split(':')[0]);
+    expect(names).toEqual([
+      'content-type',
+      'x-service-event',
+      'x-service-signature',
+      'x-service-event-id',
+      'webhook-id',
+      'webhook-timestamp',
+      'webhook-signature',
+      'x-service-sequence',
+      'x-service-partner-sequence',
+      'user-agent',
+    ]);
+    expect(sent).toContain(`x-service-sequence: ${event.productSeq}\n`);
+    expect(sent).toContain(`x-service-partner-sequence: ${event.partnerSeq}\n`);
+    expect(sent).toContain('user-agent: partner-yield-service-webhooks/1.0');
+  });
+});
+
 describe('inbound secret rotation', () => {
   it('asks for a grace period; the old secret verifies until it ends, and not after', async () => {
     const partner = await createPartnersRepo(h.t.db).create(`Rotation ${n}`);

@@ -8,6 +8,7 @@ import type { Environment } from '../../../db/products.ts';
 import { createWebhookDeliveriesRepo } from '../../../db/webhook-deliveries.ts';
 import { createWebhookDestinationsRepo } from '../../../db/webhook-destinations.ts';
 import { replayEvent, replayFailedSince } from '../../../operations/webhook-replays.ts';
+import { deliveryHeaders } from '../../../webhooks/headers.ts';
 import type { SecretBox } from '../../../webhooks/secret-box.ts';
 import { permits } from '../../access.ts';
 import {
@@ -78,13 +79,19 @@ ${
 </table>`
 }
 <h2>Headers as sent</h2>
-<pre>content-type: application/json
-x-service-event: ${r.eventType}
-x-service-event-id: ${r.eventId}
-webhook-id: ${r.eventId}
-webhook-timestamp: (the attempt's time, Unix seconds)
-webhook-signature: v1,… (HMAC-SHA256 of id.timestamp.body with your signing secret)
-x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
+<pre>${Object.entries(
+              deliveryHeaders({
+                eventType: r.eventType,
+                eventId: r.eventId,
+                // These two change with each attempt's time and are not kept: described, not shown.
+                signature: '(HMAC-SHA256 of the body with your signing secret)',
+                webhookTimestamp: "(the attempt's time, Unix seconds)",
+                webhookSignature:
+                  'v1,… (HMAC-SHA256 of id.timestamp.body with your signing secret)',
+                sequence: r.productSeq,
+                partnerSequence: r.partnerSeq,
+              }),
+            ).map(([name, value]) => `${name}: ${value}\n`)}</pre>
 <h2>Payload</h2>
 <pre>${pretty}</pre>`,
           }),
@@ -123,8 +130,16 @@ x-service-signature: (HMAC-SHA256 of the body with your signing secret)</pre>
             'Choose a time',
             'Say since when failed deliveries should be replayed.',
           );
-        await replayOr409(() => replayFailedSince(ctx.db, box, actorOf(request), d.id, since));
-        return seeOther(reply, `${base()}/${env}/webhooks/${d.id}?notice=replayed`);
+        const { count } = await replayOr409(() =>
+          replayFailedSince(ctx.db, box, actorOf(request), d.id, since),
+        );
+        // The page says how many were queued, or that there was nothing to replay.
+        const said = new URLSearchParams({
+          notice: 'replayed-failed',
+          queued: String(count),
+          failed_since: since.toISOString(),
+        });
+        return seeOther(reply, `${base()}/${env}/webhooks/${d.id}?${said}`);
       },
     );
   };

@@ -5,7 +5,7 @@ import type { WebhookDestination } from '../../../db/webhook-destinations.ts';
 import type { DestinationHealth } from '../../../db/webhook-health.ts';
 import { OUTBOUND_EVENTS } from '../../../webhooks/event-catalogue.ts';
 import { type Html, html } from '../../html.ts';
-import { time } from '../../layout.ts';
+import { time, when } from '../../layout.ts';
 import { healthAsOf, healthSummary, localValue, STATUS_LABEL } from './shared.ts';
 
 /** When a pending delivery is sent next, in words: a first attempt is due at once. */
@@ -68,8 +68,8 @@ ${
             : '';
           // By hand it is a state the team chose (a calm panel); by the health job, a fault to fix.
           return d.disabledBy === 'manual'
-            ? html`<section class="panel disabled-panel" aria-labelledby="disabled-heading"><h2 id="disabled-heading">Disabled by your team</h2><p>${d.disabledReason ?? 'Disabled.'}</p>${enable}</section>`
-            : html`<div class="error-summary" role="alert"><h2>Disabled automatically</h2><p>${d.disabledReason ?? 'Disabled.'}</p>${enable}</div>`;
+            ? html`<section class="panel disabled-panel" aria-labelledby="disabled-heading"><h2 id="disabled-heading">Disabled by your team</h2><p>${readableTimes(d.disabledReason ?? 'Disabled.')}</p>${enable}</section>`
+            : html`<div class="error-summary" role="alert"><h2>Disabled automatically</h2><p>${readableTimes(d.disabledReason ?? 'Disabled.')}</p>${enable}</div>`;
         }
       )()
     : ''
@@ -135,4 +135,15 @@ ${csrfField}
       : ''
   }
 </section>`;
+}
+
+/**
+ * A stored reason's ISO 8601 times (machine-readable in the database and the CLI's JSON) written as
+ * the portal writes every time: "2026-11-28 04:37 UTC".
+ */
+export function readableTimes(words: string): string {
+  return words.replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?Z/g, (iso) => {
+    const at = new Date(iso);
+    return Number.isNaN(at.getTime()) ? iso : when(at);
+  });
 }

@@ -9,7 +9,7 @@ import { createWebhookHealthRepo } from '../../../db/webhook-health.ts';
 import { isId } from '../../../ids.ts';
 import { permits } from '../../access.ts';
 import { type PortalContext, sendPage, signedIn } from '../../context.ts';
-import { page } from '../../layout.ts';
+import { page, when } from '../../layout.ts';
 import { destinationBody } from './destination-view.ts';
 import { LOG_PAGE, ownOr404, parseUtcTime } from './shared.ts';
 
@@ -27,6 +27,8 @@ export function destinationPageRoutes(ctx: PortalContext): FastifyPluginAsync {
         since?: string;
         before?: string;
         notice?: string;
+        queued?: string;
+        failed_since?: string;
       };
     }>('/:env/webhooks/:id', { config: { requires: 'member' } }, async (request, reply) => {
       const { member, env } = signedIn(request);
@@ -74,7 +76,8 @@ export function destinationPageRoutes(ctx: PortalContext): FastifyPluginAsync {
         updated: 'Saved. The changes apply to what is sent from now on.',
         disabled:
           'Disabled. Nothing is sent to it until you re-enable it; what fails meanwhile is kept for then.',
-        replayed: 'Replay queued.',
+        replayed: 'Replay queued: the event is sent again as a new delivery, listed below.',
+        'replayed-failed': replayedFailed(q.queued, q.failed_since),
       }[q.notice ?? ''];
       const pendingPing = q.notice === 'pinged' && rows.some((r) => r.status === 'pending');
       return sendPage(
@@ -103,4 +106,16 @@ export function destinationPageRoutes(ctx: PortalContext): FastifyPluginAsync {
       );
     });
   };
+}
+
+/** What "Replay failed" did: how many deliveries it queued, or that there was nothing to replay. */
+function replayedFailed(queued: string | undefined, since: string | undefined): string {
+  const count = Number(queued);
+  const at = since && !Number.isNaN(Date.parse(since)) ? new Date(since) : undefined;
+  const after = at ? ` since ${when(at)}` : '';
+  if (!Number.isInteger(count) || count < 0) return 'Replay done.';
+  if (count === 0) {
+    return `Nothing to replay: no failed delivery${after} that is not already pending or delivered again.`;
+  }
+  return `${count} ${count === 1 ? 'delivery' : 'deliveries'} queued: every event that failed${after} is sent again, listed below.`;
 }

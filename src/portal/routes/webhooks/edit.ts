@@ -59,7 +59,7 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
   <input type="hidden" name="_csrf" value="${csrf}">
   <div class="field"><label for="dest-url">Endpoint URL (HTTPS)</label>
     <input type="url" id="dest-url" name="url" required maxlength="2048" value="${form.url}" ${form.errors?.length ? html`aria-invalid="true" aria-describedby="url-hint"` : html`aria-describedby="url-hint"`}>
-    <p class="hint" id="url-hint">Only https:// URLs. A new URL starts with a clean health record.</p></div>
+    <p class="hint" id="url-hint">Only https:// URLs. A new URL restarts the automatic-disable clock: failures at the old URL no longer count towards disabling it. The health figures (last 24 h) still include the old URL's deliveries.</p></div>
   ${eventTypePicker(form.types)}
   <div class="buttons"><button type="submit">Save changes</button><a href="${here}">Cancel</a></div>
 </form>`,

@@ -316,6 +316,17 @@ describe('API keys', () => {
     await expectRevoked(fresh);
     const bad = await c.post(`/portal/live/keys/${next}/roll`, { expires: '3d' });
     expect(bad.status).toBe(400);
+    // After a roll the browser shows the list's address, not the action's (htmx's HX-Push-Url)…
+    expect(now.headers['hx-push-url']).toBe('/portal/live/keys');
+    // …and the roll page of a key no longer active says so instead of offering to roll it.
+    for (const id of [old.id, next]) {
+      const again = await c.get(`/portal/live/keys/${id}/roll`);
+      expect(again.status).toBe(200);
+      expect(text(again.body)).toMatch(
+        /is (revoked|expiring: it was rolled already), so it cannot be rolled/,
+      );
+      expect(again.body).not.toContain('Roll key</button>');
+    }
   });
 
   it('revokes after a confirmation page; the key then answers revoked_api_key', async () => {
@@ -326,9 +337,16 @@ describe('API keys', () => {
     expect((await callApi(k.key)).status).toBe(200);
     const done = await c.post(`/portal/test/keys/${k.id}/revoke`);
     expect(done.status).toBe(303);
-    expect(text((await c.get(done.location!)).body)).toContain(`Key ${k.id} is revoked.`);
+    const listed = text((await c.get(done.location!)).body);
+    // Named as the member knows it (name, prefix…last4), not by its internal id.
+    expect(listed).toMatch(/Doomed \( svc_test_…\w{4} \) is revoked\./);
+    expect(listed).not.toContain(k.id);
     await expectRevoked(k.key);
     expect((await c.post(`/portal/test/keys/${k.id}/revoke`)).status).toBe(409);
+    // The confirmation page again (reload, Back): it says so instead of offering the revocation.
+    const again = await c.get(`/portal/test/keys/${k.id}/revoke`);
+    expect(text(again.body)).toContain('is already revoked: nothing to do.');
+    expect(again.body).not.toContain('Revoke key</button>');
   });
 
   it('shows when a key was last used', async () => {

@@ -214,12 +214,22 @@ describe('sessions', () => {
       expect((await c.signInWithLink(h.mailedLinks(addr).at(-1)!)).status).toBe(303);
     }
     await laptop.get('/portal/live/keys');
-    expect((await laptop.post('/portal/sign-out')).location).toBe('/portal/sign-in');
+    // Every page names its icon inline: browsers then do not ask for /favicon.ico (a 404).
+    expect((await laptop.get('/portal/live/keys')).body).toMatch(
+      /<link rel="icon" href="data:image\/svg\+xml,/,
+    );
+    const out = await laptop.post('/portal/sign-out');
+    expect(out.location).toBe('/portal/sign-in?signed_out=1');
+    expect(text((await laptop.get(out.location!)).body)).toContain('You are signed out.');
     expect(laptop.session).toBeUndefined();
     expect((await phone.get('/portal/live/keys')).status).toBe(200);
 
     await phone.get('/portal/live/account');
-    expect((await phone.post('/portal/sign-out-everywhere')).location).toBe('/portal/sign-in');
+    const everywhere = await phone.post('/portal/sign-out-everywhere');
+    expect(everywhere.location).toBe('/portal/sign-in?signed_out=all-2');
+    expect(text((await phone.get(everywhere.location!)).body)).toContain(
+      'You are signed out everywhere: 2 sessions ended.',
+    );
     expect((await tablet.get('/portal/live/keys')).location).toBe('/portal/sign-in');
     expect((await auditActions()).map((a) => a.action)).toContain('member.signed_out_everywhere');
   });

@@ -46,7 +46,9 @@ describe('webhook pages', () => {
     expect(page.body).toContain('<code>Deposit</code>');
     const bad = await c.post('/portal/live/webhooks', { url: 'http://hooks.example.com/x' });
     expect(bad.status).toBe(400);
-    expect(text(bad.body)).toContain('Destinations must be https:// URLs.');
+    expect(text(bad.body)).toContain('webhook destinations must be https:// URLs (got http)');
+    // Said once, not repeated.
+    expect(text(bad.body)).not.toContain('Destinations must be https:// URLs.');
     const unknown = await c.post('/portal/live/webhooks', {
       url: 'https://hooks.example.com/x',
       event_types: 'no.such',
@@ -231,6 +233,7 @@ describe('webhook pages', () => {
     await owner.get('/portal/live/webhooks/inbound');
     const inbound = await owner.post('/portal/live/webhooks/inbound/secret');
     expect(text(inbound.body)).toContain('Your live inbound secret');
+    expect(text(inbound.body)).toContain('store it where your sender signs inbound requests');
     // The address bar shows the inbound page, not the action's address.
     expect(inbound.headers['hx-push-url']).toBe('/portal/live/webhooks/inbound');
     const { rows } = await h.t.db.query<{ action: string }>(

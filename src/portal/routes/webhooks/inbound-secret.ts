@@ -105,6 +105,7 @@ export function inboundSecretRoutes(ctx: PortalContext, box: SecretBox): Fastify
                 : set.rotated
                   ? 'Sign each inbound request with it (HMAC-SHA256 of the body). The old secret no longer verifies.'
                   : 'Sign each inbound request with it (HMAC-SHA256 of the body).',
+              'where your sender signs inbound requests',
             )}<p><a href="${inboundPage(env)}">Back to inbound webhooks</a></p>`,
           }),
         );

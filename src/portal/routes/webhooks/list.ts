@@ -161,9 +161,7 @@ export function webhooksListRoutes(ctx: PortalContext, box: SecretBox): FastifyP
           );
         } catch (err) {
           if (!(err instanceof DestinationUrlError)) throw err;
-          return again([
-            `That URL does not work: ${err.message}. Destinations must be https:// URLs.`,
-          ]);
+          return again([`That URL does not work: ${err.message}.`]);
         }
       },
     );

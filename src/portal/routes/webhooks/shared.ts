@@ -31,10 +31,16 @@ export const STATUS_LABEL: Record<DeliveryStatus, string> = {
   failed: 'Failed',
 };
 
-export function secretPanel(secret: string, heading: string, note: Html | string = ''): Html {
+export function secretPanel(
+  secret: string,
+  heading: string,
+  note: Html | string = '',
+  /** Where the secret is used: the receiver verifies outbound deliveries, the sender signs inbound. */
+  where = 'where your receiver reads it',
+): Html {
   return html`<section class="secret" aria-labelledby="secret-heading" hx-history="false">
   <h2 id="secret-heading">${heading}</h2>
-  <p>Copy it now and store it where your receiver reads it. It is shown <strong>only once</strong>. ${note}</p>
+  <p>Copy it now and store it ${where}. It is shown <strong>only once</strong>. ${note}</p>
   <div class="secret-value">
     <code id="new-secret" aria-label="Signing secret">${secret}</code>
     <button type="button" class="secondary" data-copy="new-secret">Copy</button>

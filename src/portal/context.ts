@@ -138,6 +138,15 @@ export function seeOther(reply: FastifyReply, location: string) {
   return reply.code(303).header('location', location).send();
 }
 
+/**
+ * The address the browser shows for a page answered to a form (htmx's `HX-Push-Url`): after a
+ * change made from a confirmation page, the list's address, not the action's, so that reloading or
+ * going back there does not offer the change again.
+ */
+export function showAt(reply: FastifyReply, url: string) {
+  return reply.header('hx-push-url', url);
+}
+
 export function sendPage(reply: FastifyReply, body: { toString(): string }, status = 200) {
   return reply
     .code(status)

@@ -56,7 +56,9 @@ export async function mailSignInLink(
       `Sign in (the link works once, for ${minutes} minutes):`,
       url,
       '',
-      'If you did not ask for this, ignore this message: nobody can sign in without the link.',
+      invitedBy
+        ? `If you did not expect an invitation to ${member.partnerName}, ignore this message: nobody can sign in without the link.`
+        : 'If you did not ask for this, ignore this message: nobody can sign in without the link.',
     ].join('\n'),
   });
 }

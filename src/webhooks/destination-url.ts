@@ -21,7 +21,9 @@ export function parseDestinationUrl(raw: string): URL {
   }
   if (url.protocol !== 'https:') {
     throw new DestinationUrlError(
-      `webhook destinations must be https:// URLs (got ${url.protocol.replace(/:$/, '')}); plain HTTP is never delivered to`,
+      url.protocol === 'http:'
+        ? 'webhook destinations must be https:// URLs (got http); plain HTTP is never delivered to'
+        : `webhook destinations must be https:// URLs (got ${url.protocol.replace(/:$/, '')})`,
     );
   }
   if (!url.hostname) throw new DestinationUrlError('the URL has no host');

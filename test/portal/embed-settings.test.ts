@@ -147,6 +147,8 @@ describe.each(storageEngines())('the Embed page on %s', (engine) => {
       origin: 'http://localhost:5173',
     });
     expect(removed.status).toBe(200);
+    // The address bar shows the embed page, not the action's address.
+    expect(removed.headers['hx-push-url']).toBe('/portal/live/embed');
     expect(text(removed.body)).toContain(
       'http://localhost:5173 is removed: pages there can no longer frame your live embed.',
     );

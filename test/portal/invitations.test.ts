@@ -4,6 +4,8 @@
  * form mails none) until an owner or admin resends it; one not yet accepted can be cancelled. Each
  * change is audited.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, portalHarness, text } from './harness.ts';
 
@@ -43,6 +45,14 @@ describe('invitations', () => {
       /developer Invited until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/,
     );
     const [link] = h.mailedLinks('new-dev@example.com');
+    // The invitee asked for nothing: the mail does not say they did.
+    const mail = readdirSync(h.outbox)
+      .map((f) => readFileSync(path.join(h.outbox, f), 'utf8'))
+      .find((m) => m.includes('To: new-dev@example.com\r\n'))!;
+    expect(mail).toContain(
+      `If you did not expect an invitation to ${h.partner.name}, ignore this message`,
+    );
+    expect(mail).not.toContain('did not ask for this');
     const dev = h.client();
     expect((await dev.signInWithLink(link!)).status).toBe(303);
     expect(await rowOf(owner, 'new-dev@example.com')).toMatch(/developer Active/);

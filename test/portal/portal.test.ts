@@ -214,12 +214,22 @@ describe('sessions', () => {
       expect((await c.signInWithLink(h.mailedLinks(addr).at(-1)!)).status).toBe(303);
     }
     await laptop.get('/portal/live/keys');
-    expect((await laptop.post('/portal/sign-out')).location).toBe('/portal/sign-in');
+    // Every page names its icon inline: browsers then do not ask for /favicon.ico (a 404).
+    expect((await laptop.get('/portal/live/keys')).body).toMatch(
+      /<link rel="icon" href="data:image\/svg\+xml,/,
+    );
+    const out = await laptop.post('/portal/sign-out');
+    expect(out.location).toBe('/portal/sign-in?signed_out=1');
+    expect(text((await laptop.get(out.location!)).body)).toContain('You are signed out.');
     expect(laptop.session).toBeUndefined();
     expect((await phone.get('/portal/live/keys')).status).toBe(200);
 
     await phone.get('/portal/live/account');
-    expect((await phone.post('/portal/sign-out-everywhere')).location).toBe('/portal/sign-in');
+    const everywhere = await phone.post('/portal/sign-out-everywhere');
+    expect(everywhere.location).toBe('/portal/sign-in?signed_out=all-2');
+    expect(text((await phone.get(everywhere.location!)).body)).toContain(
+      'You are signed out everywhere: 2 sessions ended.',
+    );
     expect((await tablet.get('/portal/live/keys')).location).toBe('/portal/sign-in');
     expect((await auditActions()).map((a) => a.action)).toContain('member.signed_out_everywhere');
   });
@@ -316,6 +326,17 @@ describe('API keys', () => {
     await expectRevoked(fresh);
     const bad = await c.post(`/portal/live/keys/${next}/roll`, { expires: '3d' });
     expect(bad.status).toBe(400);
+    // After a roll the browser shows the list's address, not the action's (htmx's HX-Push-Url)…
+    expect(now.headers['hx-push-url']).toBe('/portal/live/keys');
+    // …and the roll page of a key no longer active says so instead of offering to roll it.
+    for (const id of [old.id, next]) {
+      const again = await c.get(`/portal/live/keys/${id}/roll`);
+      expect(again.status).toBe(200);
+      expect(text(again.body)).toMatch(
+        /is (revoked|expiring: it was rolled already), so it cannot be rolled/,
+      );
+      expect(again.body).not.toContain('Roll key</button>');
+    }
   });
 
   it('revokes after a confirmation page; the key then answers revoked_api_key', async () => {
@@ -326,9 +347,16 @@ describe('API keys', () => {
     expect((await callApi(k.key)).status).toBe(200);
     const done = await c.post(`/portal/test/keys/${k.id}/revoke`);
     expect(done.status).toBe(303);
-    expect(text((await c.get(done.location!)).body)).toContain(`Key ${k.id} is revoked.`);
+    const listed = text((await c.get(done.location!)).body);
+    // Named as the member knows it (name, prefix…last4), not by its internal id.
+    expect(listed).toMatch(/Doomed \( svc_test_…\w{4} \) is revoked\./);
+    expect(listed).not.toContain(k.id);
     await expectRevoked(k.key);
     expect((await c.post(`/portal/test/keys/${k.id}/revoke`)).status).toBe(409);
+    // The confirmation page again (reload, Back): it says so instead of offering the revocation.
+    const again = await c.get(`/portal/test/keys/${k.id}/revoke`);
+    expect(text(again.body)).toContain('is already revoked: nothing to do.');
+    expect(again.body).not.toContain('Revoke key</button>');
   });
 
   it('shows when a key was last used', async () => {

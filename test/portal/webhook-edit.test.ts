@@ -97,6 +97,9 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
       'That URL does not work: webhook destinations must be https:// URLs (got http); plain HTTP is never delivered to.',
     );
     expect(http.body).toContain('value="http://hooks.example.com/plain"'); // kept to correct it
+    const ftp = await postEdit(owner, 'live', id, 'ftp://nope.example.com/', []);
+    expect(text(ftp.body)).toContain('must be https:// URLs (got ftp).');
+    expect(text(ftp.body)).not.toContain('plain HTTP');
     const unknown = await postEdit(owner, 'live', id, 'https://hooks.example.com/x', ['no.such']);
     expect(unknown.status).toBe(400);
     expect(text(unknown.body)).toContain('There is no event type no.such: pick from the list.');

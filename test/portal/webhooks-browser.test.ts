@@ -145,7 +145,7 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     // HTTPS only, said in words.
     await page.getByLabel('Endpoint URL (HTTPS)').fill('http://example.com/hook');
     await page.getByRole('button', { name: 'Add destination' }).click();
-    await page.getByText(/Destinations must be https:\/\/ URLs/).waitFor();
+    await page.getByText(/destinations must be https:\/\/ URLs \(got http\)/).waitFor();
 
     await page.getByLabel('Endpoint URL (HTTPS)').fill(`${receiver.url}/hook`);
     await page.getByRole('button', { name: 'Add destination' }).click();

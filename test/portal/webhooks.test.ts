@@ -46,7 +46,9 @@ describe('webhook pages', () => {
     expect(page.body).toContain('<code>Deposit</code>');
     const bad = await c.post('/portal/live/webhooks', { url: 'http://hooks.example.com/x' });
     expect(bad.status).toBe(400);
-    expect(text(bad.body)).toContain('Destinations must be https:// URLs.');
+    expect(text(bad.body)).toContain('webhook destinations must be https:// URLs (got http)');
+    // Said once, not repeated.
+    expect(text(bad.body)).not.toContain('Destinations must be https:// URLs.');
     const unknown = await c.post('/portal/live/webhooks', {
       url: 'https://hooks.example.com/x',
       event_types: 'no.such',
@@ -200,7 +202,9 @@ describe('webhook pages', () => {
   });
 
   it('audits each change', async () => {
-    const owner = await h.signedIn(email('audit'), 'owner');
+    // Its own partner: the destination added is the only one listed.
+    const partner = await createPartnersRepo(h.t.db).create(`Audit ${n}`);
+    const owner = await h.signedIn(email('audit'), 'owner', partner);
     const { id } = await addDestination(owner, 'live');
     await owner.get(`/portal/live/webhooks/${id}`);
     expect((await owner.post(`/portal/live/webhooks/${id}/ping`)).status).toBe(303);
@@ -208,9 +212,30 @@ describe('webhook pages', () => {
     expect((await owner.post(`/portal/live/webhooks/${id}/remove`)).location).toBe(
       `/portal/live/webhooks?removed=${id}`,
     );
+    // Named by its URL, not its id; its delivery log kept and reachable, read-only.
+    const listed = await owner.get(`/portal/live/webhooks?removed=${id}`);
+    expect(text(listed.body)).toContain(
+      'https://hooks.example.com/x is removed. Its delivery log is kept.',
+    );
+    expect(text(listed.body)).not.toContain(id);
+    const gone = await owner.get(`/portal/live/webhooks/${id}`);
+    expect(gone.status).toBe(200);
+    expect(text(gone.body)).toContain('Removed');
+    expect(text(gone.body)).toContain('Its delivery log is kept and shown here, read-only.');
+    for (const action of ['/ping', '/edit', '/rotate', '/disable', '/remove', '/replay-failed'])
+      expect(gone.body).not.toContain(`action="/portal/live/webhooks/${id}${action}"`);
+    expect(gone.body).not.toContain(`href="/portal/live/webhooks/${id}/remove"`);
+    const dlv = /deliveries\/(dlv_\w+)"/.exec(gone.body)![1]!;
+    const detail = await owner.get(`/portal/live/webhooks/${id}/deliveries/${dlv}`);
+    expect(detail.status).toBe(200);
+    expect(detail.body).not.toContain('Replay this delivery');
+    expect((await owner.post(`/portal/live/webhooks/${id}/ping`)).status).toBe(404);
     await owner.get('/portal/live/webhooks/inbound');
     const inbound = await owner.post('/portal/live/webhooks/inbound/secret');
     expect(text(inbound.body)).toContain('Your live inbound secret');
+    expect(text(inbound.body)).toContain('store it where your sender signs inbound requests');
+    // The address bar shows the inbound page, not the action's address.
+    expect(inbound.headers['hx-push-url']).toBe('/portal/live/webhooks/inbound');
     const { rows } = await h.t.db.query<{ action: string }>(
       `SELECT action FROM portal_audit_log WHERE actor = $1 AND action LIKE '%.%' AND action NOT LIKE 'member.%'
        ORDER BY created_at, id`,

@@ -78,10 +78,10 @@ export function accountRoutes(ctx: PortalContext): FastifyPluginAsync {
 
     app.post('/sign-out-everywhere', { config: { requires: 'member' } }, async (request, reply) => {
       const { member } = sessionOf(request);
-      await ctx.sessions.destroyAllFor(member.id);
+      const ended = await ctx.sessions.destroyAllFor(member.id);
       await ctx.record(request, member, { action: 'member.signed_out_everywhere' });
       reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(ctx));
-      return seeOther(reply, `${base()}/sign-in`);
+      return seeOther(reply, `${base()}/sign-in?signed_out=all-${ended}`);
     });
   };
 }

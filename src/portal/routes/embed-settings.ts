@@ -17,7 +17,14 @@ import type { Member } from '../../db/portal-members.ts';
 import type { Environment } from '../../db/products.ts';
 import { changeEmbedOrigins } from '../../operations/embed-origins.ts';
 import { permits } from '../access.ts';
-import { actorOf, type PortalContext, PortalError, sendPage, signedIn } from '../context.ts';
+import {
+  actorOf,
+  type PortalContext,
+  PortalError,
+  sendPage,
+  showAt,
+  signedIn,
+} from '../context.ts';
 import { type Html, html } from '../html.ts';
 import { page } from '../layout.ts';
 
@@ -214,6 +221,7 @@ ${
             `An environment allows at most ${MAX_ALLOWED_ORIGINS} origins. Remove one you no longer use first.`,
           );
         }
+        showAt(reply, `${ctx.base()}/${env}/embed`);
         return sendPage(
           reply,
           await settingsPage(member, env, reply.generateCsrf(), {
@@ -243,6 +251,7 @@ ${
           change: 'remove',
           origins: [origin],
         });
+        showAt(reply, `${ctx.base()}/${env}/embed`);
         return sendPage(
           reply,
           await settingsPage(member, env, reply.generateCsrf(), {

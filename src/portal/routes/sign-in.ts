@@ -45,7 +45,7 @@ export async function startSession(
 export function signInPage(
   ctx: PortalContext,
   csrf: string,
-  opts: { email?: string; errors?: string[] } = {},
+  opts: { email?: string; errors?: string[]; notice?: string | undefined } = {},
 ) {
   const base = ctx.base();
   const invalid = opts.errors?.length
@@ -56,7 +56,7 @@ export function signInPage(
     title: 'Sign in',
     passkeys: true,
     errors: opts.errors,
-    body: html`<p>We will email you a link that signs you in. It works once, for 15 minutes.</p>
+    body: html`${opts.notice ? html`<div class="notice" role="status">${opts.notice}</div>` : ''}<p>We will email you a link that signs you in. It works once, for 15 minutes.</p>
 <form method="post" action="${base}/sign-in" novalidate>
   <input type="hidden" name="_csrf" value="${csrf}">
   <div class="field">
@@ -82,8 +82,16 @@ export function signInRoutes(
   return async (app) => {
     const base = ctx.base;
 
-    app.get('/sign-in', { config: { portalPublic: true } }, async (_request, reply) =>
-      sendPage(reply, signInPage(ctx, reply.generateCsrf())),
+    app.get<{ Querystring: { signed_out?: string } }>(
+      '/sign-in',
+      { config: { portalPublic: true } },
+      async (request, reply) =>
+        sendPage(
+          reply,
+          signInPage(ctx, reply.generateCsrf(), {
+            notice: signedOutNotice(request.query.signed_out),
+          }),
+        ),
     );
 
     app.post<{ Body: { email?: unknown } }>(
@@ -158,7 +166,7 @@ export function signInRoutes(
       const id = request.cookies[SESSION_COOKIE];
       if (id) await ctx.sessions.destroy(id);
       reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(ctx));
-      return seeOther(reply, `${base()}/sign-in`);
+      return seeOther(reply, `${base()}/sign-in?signed_out=1`);
     });
   };
 
@@ -197,4 +205,16 @@ export function signInRoutes(
       `${why} Ask for a new one on the sign-in page.`,
     );
   }
+}
+
+/**
+ * What the sign-in page says after a sign-out: `signed_out=1` (this browser), or `signed_out=all-N`
+ * (sign out everywhere, N sessions ended).
+ */
+export function signedOutNotice(raw: unknown): string | undefined {
+  if (raw === '1') return 'You are signed out.';
+  const all = typeof raw === 'string' ? /^all-(\d{1,6})$/.exec(raw) : null;
+  if (!all) return undefined;
+  const n = Number(all[1]);
+  return `You are signed out everywhere: ${n} ${n === 1 ? 'session' : 'sessions'} ended.`;
 }

@@ -1,6 +1,6 @@
 /** Rolling a key (with an overlap) and revoking one, each behind the shared confirmation view. */
 import type { FastifyPluginAsync } from 'fastify';
-import { isRollOverlap, ROLL_OVERLAPS } from '../../../db/api-keys.ts';
+import { isRollOverlap, keyStatus, ROLL_OVERLAPS } from '../../../db/api-keys.ts';
 import { revokeKey, rollKey } from '../../../operations/keys.ts';
 import { confirmView } from '../../confirm.ts';
 import {
@@ -9,6 +9,7 @@ import {
   PortalError,
   seeOther,
   sendPage,
+  showAt,
   signedIn,
 } from '../../context.ts';
 import { html } from '../../html.ts';
@@ -34,6 +35,21 @@ export function keyChangeRoutes(ctx: PortalContext): FastifyPluginAsync {
         const { member, env } = signedIn(request);
         const key = await ownKey(ctx, member, env, request.params.id);
         const csrf = reply.generateCsrf();
+        const status = keyStatus(key);
+        if (status !== 'active') {
+          return sendPage(
+            reply,
+            page({
+              title: 'Roll a key',
+              base: base(),
+              csrf,
+              member,
+              env,
+              section: 'keys',
+              body: html`<div class="panel"><p>${keyLabel(key)} is ${status === 'revoked' ? 'revoked' : 'expiring: it was rolled already'}, so it cannot be rolled. Only an active key can be.</p><p><a href="${base()}/${env}/keys">Back to API keys</a></p></div>`,
+            }),
+          );
+        }
         const body = confirmView({
           action: `${base()}/${env}/keys/${key.id}/roll`,
           csrf,
@@ -77,6 +93,7 @@ export function keyChangeRoutes(ctx: PortalContext): FastifyPluginAsync {
             'Only an active key can be rolled; this one is already revoked or expiring.',
           );
         }
+        showAt(reply, `${base()}/${env}/keys`);
         return sendPage(
           reply,
           await keysPage(ctx, member, env, reply.generateCsrf(), {
@@ -96,6 +113,20 @@ export function keyChangeRoutes(ctx: PortalContext): FastifyPluginAsync {
         const { member, env } = signedIn(request);
         const key = await ownKey(ctx, member, env, request.params.id);
         const csrf = reply.generateCsrf();
+        if (keyStatus(key) === 'revoked') {
+          return sendPage(
+            reply,
+            page({
+              title: 'Revoke a key',
+              base: base(),
+              csrf,
+              member,
+              env,
+              section: 'keys',
+              body: html`<div class="panel"><p>${keyLabel(key)} is already revoked: nothing to do.</p><p><a href="${base()}/${env}/keys">Back to API keys</a></p></div>`,
+            }),
+          );
+        }
         const body = confirmView({
           action: `${base()}/${env}/keys/${key.id}/revoke`,
           csrf,

@@ -2,7 +2,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { createKey } from '../../../operations/keys.ts';
 import { actorOf, type PortalContext, sendPage, signedIn } from '../../context.ts';
-import { keysPage, NAME_MAX, secretPanel } from './shared.ts';
+import { html } from '../../html.ts';
+import { keyLabel, keysPage, NAME_MAX, secretPanel } from './shared.ts';
 
 export function keysListRoutes(ctx: PortalContext): FastifyPluginAsync {
   return async (app) => {
@@ -12,10 +13,13 @@ export function keysListRoutes(ctx: PortalContext): FastifyPluginAsync {
       async (request, reply) => {
         const { member, env } = signedIn(request);
         const revoked = typeof request.query.revoked === 'string' ? request.query.revoked : '';
+        // Named as the list shows it (name and prefix…last4), not by its internal id.
+        const key = /^key_\w+$/.test(revoked) ? await ctx.keys.get(revoked) : undefined;
+        const own = key && key.partnerId === member.partnerId && key.environment === env;
         return sendPage(
           reply,
           await keysPage(ctx, member, env, reply.generateCsrf(), {
-            notice: /^key_\w+$/.test(revoked) ? `Key ${revoked} is revoked.` : undefined,
+            notice: own ? html`${keyLabel(key)} is revoked.` : undefined,
           }),
         );
       },

@@ -49,7 +49,7 @@ export async function keysPage(
   member: Member,
   env: Environment,
   csrf: string,
-  extra: { created?: Html; errors?: string[]; name?: string; notice?: string } = {},
+  extra: { created?: Html; errors?: string[]; name?: string; notice?: Html | string } = {},
 ) {
   const base = ctx.base();
   const keys = await ctx.teamPages.get(`keys:${member.partnerId}:${env}`, () =>

@@ -22,6 +22,7 @@ import {
   PortalError,
   seeOther,
   sendPage,
+  showAt,
   signedIn,
 } from '../../context.ts';
 import { html } from '../../html.ts';
@@ -124,6 +125,7 @@ export function destinationChangeRoutes(ctx: PortalContext, box: SecretBox): Fas
           throw new PortalError(404, 'Destination not found', 'It was removed meanwhile.');
         const csrf = reply.generateCsrf();
         const previous = rotated.destination.previousSecret;
+        showAt(reply, pageOf(env, d.id));
         return sendPage(
           reply,
           page({

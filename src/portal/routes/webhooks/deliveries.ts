@@ -22,7 +22,7 @@ import {
 import { html } from '../../html.ts';
 import { page, time, when } from '../../layout.ts';
 import { nextAttempt } from './destination-view.ts';
-import { ownDestination, parseUtcTime, replayOr409, STATUS_LABEL } from './shared.ts';
+import { ownDestination, ownOr404, parseUtcTime, replayOr409, STATUS_LABEL } from './shared.ts';
 
 export function deliveryRoutes(ctx: PortalContext, box: SecretBox): FastifyPluginAsync {
   return async (app) => {
@@ -38,7 +38,16 @@ export function deliveryRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugi
       { config: { requires: 'member' } },
       async (request, reply) => {
         const { member, env } = signedIn(request);
-        const d = await own(member, env, request.params.id);
+        // A removed destination's deliveries stay readable (its log is kept), without Replay.
+        const d = ownOr404(
+          await destinations.find(request.params.id),
+          member,
+          env,
+          request.params.id,
+          {
+            removed: true,
+          },
+        );
         const r = await deliveries.detail(request.params.delivery, d.id);
         if (!r)
           throw new PortalError(
@@ -48,7 +57,7 @@ export function deliveryRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugi
           );
         const { attempts } = r;
         const csrf = reply.generateCsrf();
-        const manage = permits(member.role, 'webhooks.manage', env);
+        const manage = permits(member.role, 'webhooks.manage', env) && !d.removedAt;
         const here = `${base()}/${env}/webhooks/${d.id}`;
         let pretty = r.payload;
         try {

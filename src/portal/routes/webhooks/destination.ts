@@ -9,7 +9,8 @@ import { createWebhookHealthRepo } from '../../../db/webhook-health.ts';
 import { isId } from '../../../ids.ts';
 import { permits } from '../../access.ts';
 import { type PortalContext, sendPage, signedIn } from '../../context.ts';
-import { page, when } from '../../layout.ts';
+import { html } from '../../html.ts';
+import { page, time, when } from '../../layout.ts';
 import { destinationBody } from './destination-view.ts';
 import { LOG_PAGE, ownOr404, parseUtcTime } from './shared.ts';
 
@@ -61,12 +62,13 @@ export function destinationPageRoutes(ctx: PortalContext): FastifyPluginAsync {
         ]);
         return withStats && { found: withStats.destination, h: withStats.health, log, at };
       });
-      const d = ownOr404(read?.found, member, env, id);
+      // A removed destination's page stays, read-only: its delivery log is kept.
+      const d = ownOr404(read?.found, member, env, id, { removed: true });
       const { h, at } = read!;
       const rows = read!.log.slice(0, LOG_PAGE);
       const older = read!.log.length > LOG_PAGE ? rows.at(-1)!.id : undefined;
       const csrf = reply.generateCsrf();
-      const manage = permits(member.role, 'webhooks.manage', env);
+      const manage = permits(member.role, 'webhooks.manage', env) && !d.removedAt;
       const here = `${base()}/${env}/webhooks/${d.id}`;
       const notice = {
         pinged:
@@ -80,6 +82,9 @@ export function destinationPageRoutes(ctx: PortalContext): FastifyPluginAsync {
         'replayed-failed': replayedFailed(q.queued, q.failed_since),
       }[q.notice ?? ''];
       const pendingPing = q.notice === 'pinged' && rows.some((r) => r.status === 'pending');
+      const removed = d.removedAt
+        ? html`<strong>Removed</strong> ${time(d.removedAt)}: nothing is sent to it any more. Its delivery log is kept and shown here, read-only.`
+        : undefined;
       return sendPage(
         reply,
         page({
@@ -89,7 +94,7 @@ export function destinationPageRoutes(ctx: PortalContext): FastifyPluginAsync {
           member,
           env,
           section: 'webhooks',
-          notice,
+          notice: removed ?? notice,
           body: destinationBody(d, h, rows, {
             at,
             csrf,

@@ -8,7 +8,14 @@ import { createInboundSecretsRepo } from '../../../db/inbound-secrets.ts';
 import { setInboundSecret } from '../../../operations/inbound-secrets.ts';
 import type { SecretBox } from '../../../webhooks/secret-box.ts';
 import { confirmView } from '../../confirm.ts';
-import { actorOf, type PortalContext, PortalError, sendPage, signedIn } from '../../context.ts';
+import {
+  actorOf,
+  type PortalContext,
+  PortalError,
+  sendPage,
+  showAt,
+  signedIn,
+} from '../../context.ts';
 import { html } from '../../html.ts';
 import { page, when } from '../../layout.ts';
 import { GRACE, secretPanel } from './shared.ts';
@@ -80,6 +87,7 @@ export function inboundSecretRoutes(ctx: PortalContext, box: SecretBox): Fastify
           graceMs: grace?.ms ?? 0,
         });
         const csrf = reply.generateCsrf();
+        showAt(reply, inboundPage(env));
         return sendPage(
           reply,
           page({
@@ -97,6 +105,7 @@ export function inboundSecretRoutes(ctx: PortalContext, box: SecretBox): Fastify
                 : set.rotated
                   ? 'Sign each inbound request with it (HMAC-SHA256 of the body). The old secret no longer verifies.'
                   : 'Sign each inbound request with it (HMAC-SHA256 of the body).',
+              'where your sender signs inbound requests',
             )}<p><a href="${inboundPage(env)}">Back to inbound webhooks</a></p>`,
           }),
         );

@@ -88,7 +88,7 @@ export function inboundRoutes(ctx: PortalContext, box: SecretBox): FastifyPlugin
 ${
   recent.length === 0
     ? html`<div class="empty"><strong>No inbound events yet</strong>Events you send appear here with their idempotency keys.</div>`
-    : html`<table class="stack inbound-events"><caption class="visually-hidden">The ${recent.length} most recent inbound events, newest first</caption>
+    : html`<table class="stack inbound-events"><caption class="visually-hidden">${recent.length === 1 ? 'The one inbound event so far' : `The ${recent.length} most recent inbound events, newest first`}</caption>
   <thead><tr><th scope="col">Received</th><th scope="col">Type</th><th scope="col">Idempotency key</th><th scope="col">Repeats of the key</th><th scope="col">Transaction</th><th scope="col">Matched lifecycle event</th></tr></thead>
   <tbody>${recent.map(
     (e) =>

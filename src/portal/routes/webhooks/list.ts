@@ -28,7 +28,7 @@ async function listPage(
     errors?: string[];
     url?: string;
     types?: string[];
-    notice?: string;
+    notice?: Html | string;
   } = {},
 ) {
   const base = ctx.base;
@@ -109,13 +109,18 @@ export function webhooksListRoutes(ctx: PortalContext, box: SecretBox): FastifyP
       async (request, reply) => {
         const { member, env } = signedIn(request);
         const removed = request.query.removed;
+        // Named by its URL, as the list showed it, not by its internal id.
+        const gone =
+          typeof removed === 'string' && /^whk_\w+$/.test(removed)
+            ? await createWebhookDestinationsRepo(ctx.db, box).find(removed)
+            : undefined;
+        const own = gone && gone.partnerId === member.partnerId && gone.environment === env;
         return sendPage(
           reply,
           await listPage(ctx, box, member, env, reply.generateCsrf(), {
-            notice:
-              typeof removed === 'string' && /^whk_\w+$/.test(removed)
-                ? `Destination ${removed} is removed.`
-                : undefined,
+            notice: own
+              ? html`<code>${gone.url}</code> is removed. <a href="${ctx.base()}/${env}/webhooks/${gone.id}">Its delivery log</a> is kept.`
+              : undefined,
           }),
         );
       },
@@ -156,9 +161,7 @@ export function webhooksListRoutes(ctx: PortalContext, box: SecretBox): FastifyP
           );
         } catch (err) {
           if (!(err instanceof DestinationUrlError)) throw err;
-          return again([
-            `That URL does not work: ${err.message}. Destinations must be https:// URLs.`,
-          ]);
+          return again([`That URL does not work: ${err.message}.`]);
         }
       },
     );

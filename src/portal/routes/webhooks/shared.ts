@@ -31,10 +31,16 @@ export const STATUS_LABEL: Record<DeliveryStatus, string> = {
   failed: 'Failed',
 };
 
-export function secretPanel(secret: string, heading: string, note: Html | string = ''): Html {
+export function secretPanel(
+  secret: string,
+  heading: string,
+  note: Html | string = '',
+  /** Where the secret is used: the receiver verifies outbound deliveries, the sender signs inbound. */
+  where = 'where your receiver reads it',
+): Html {
   return html`<section class="secret" aria-labelledby="secret-heading" hx-history="false">
   <h2 id="secret-heading">${heading}</h2>
-  <p>Copy it now and store it where your receiver reads it. It is shown <strong>only once</strong>. ${note}</p>
+  <p>Copy it now and store it ${where}. It is shown <strong>only once</strong>. ${note}</p>
   <div class="secret-value">
     <code id="new-secret" aria-label="Signing secret">${secret}</code>
     <button type="button" class="secondary" data-copy="new-secret">Copy</button>
@@ -71,14 +77,23 @@ export async function ownDestination(
   return ownOr404(await destinations.find(id), member, env, id);
 }
 
-/** The destination read for `id` if it is an active one of the member's team in `env`, or 404. */
+/**
+ * The destination read for `id` if it is one of the member's team in `env`, or 404; a removed one
+ * only for the pages that show it read-only (its page and its deliveries': the log is kept).
+ */
 export function ownOr404(
   d: WebhookDestination | undefined,
   member: Member,
   env: Environment,
   id: string,
+  opts: { removed?: boolean } = {},
 ): WebhookDestination {
-  if (!d || d.partnerId !== member.partnerId || d.environment !== env || d.removedAt) {
+  if (
+    !d ||
+    d.partnerId !== member.partnerId ||
+    d.environment !== env ||
+    (d.removedAt && !opts.removed)
+  ) {
     throw new PortalError(
       404,
       'Destination not found',
@@ -114,6 +129,9 @@ export const healthAsOf = (at: Date) =>
   html`<time datetime="${at.toISOString()}">${at.toISOString().slice(11, 19)} UTC</time>`;
 
 export function healthSummary(h: DestinationHealth | undefined, d: WebhookDestination): Html {
+  if (d.removedAt) {
+    return html`<span class="badge badge-neutral"><span aria-hidden="true">–</span> Removed</span>`;
+  }
   if (d.disabledAt) {
     // Disabled by hand is a choice, not a fault: a neutral badge; by the health job, a bad one.
     // Who disabled it is said in words too, not by colour alone.

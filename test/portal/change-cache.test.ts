@@ -138,10 +138,14 @@ describe.each(storageEngines())('webhook pages after a change, on %s', (engine) 
     page = await owner.get(here);
     expect(text(page.body)).not.toContain('Disabled by your team');
 
-    // Remove: gone from its page and the list.
+    // Remove: its page turns read-only at once ("Removed", no actions; its log is kept), and it
+    // is gone from the list.
     await owner.get(`${here}/remove`);
     expect((await owner.post(`${here}/remove`)).status).toBe(303);
-    expect((await owner.get(here)).status).toBe(404);
+    const removed = await owner.get(here);
+    expect(removed.status).toBe(200);
+    expect(text(removed.body)).toContain('Its delivery log is kept and shown here, read-only.');
+    expect(removed.body).not.toContain(`href="${here}/remove"`);
     expect((await owner.get(list)).body).not.toContain(id);
   });
 

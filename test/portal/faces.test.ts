@@ -18,9 +18,12 @@ let h: Harness;
 let owner: Client;
 let viaCli: Partner;
 const dataDir = mkdtempSync(path.join(tmpdir(), 'pys-faces-'));
+const masterKey = randomBytes(32);
 
 beforeAll(async () => {
-  h = await portalHarness();
+  // One master key for both faces, as one deployment has: the CLI refuses to store a secret
+  // under a key the stored secrets are not under.
+  h = await portalHarness({ masterKey });
   owner = await h.signedIn('owner-faces@example.com', 'owner');
   viaCli = await createPartnersRepo(h.t.db).create(`cli-partner-${Date.now()}`);
   // Both partners start alike: embed settings exist for each environment.
@@ -39,7 +42,7 @@ const cliEnv = {
   DATA_DIR: dataDir,
   LOG_LEVEL: 'silent',
   LOCAL_CHAIN_PORT: '1',
-  MASTER_KEY: randomBytes(32).toString('hex'),
+  MASTER_KEY: masterKey.toString('hex'),
   PORTAL_PUBLIC_URL: 'http://localhost/portal',
 };
 async function cli(...args: string[]): Promise<string> {

@@ -49,6 +49,8 @@ export async function portalHarness(
     idleMs?: number;
     signInLimit?: { max: number; windowMs: number };
     redis?: Redis;
+    /** The master key of the secret box (random by default): a CLI beside it needs the same one. */
+    masterKey?: Buffer;
     publicUrl?: string;
   } = {},
 ): Promise<Harness> {
@@ -64,7 +66,7 @@ export async function portalHarness(
     logger: logs.logger,
     redis: opts.redis,
     // One box for the API and the portal: an inbound secret set in the portal verifies requests.
-    secretBox: createSecretBox(randomBytes(32)),
+    secretBox: createSecretBox(opts.masterKey ?? randomBytes(32)),
     portal: {
       mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
       publicUrl: () => publicUrl,

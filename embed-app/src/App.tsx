@@ -288,11 +288,17 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
       <div class="figures">
         <div>
           <p class="label">Net APY</p>
-          <p class="big">{p.net_apy ? displayApy(p.net_apy) : '—'}</p>
-          <p class="hint">
-            {p.net_apy
-              ? `After fees, from the share price change of ${p.as_of_date} (UTC), annualised. Not a guarantee.`
-              : 'Measured after the first full day.'}
+          <p class="big" data-testid="net-apy">
+            {p.net_apy ? displayApy(p.net_apy) : '—'}
+            {p.net_apy && p.apy_basis === 'underlying_estimate' && (
+              <>
+                {' '}
+                <span class="badge">Estimate</span>
+              </>
+            )}
+          </p>
+          <p class="hint" data-testid="net-apy-basis">
+            {apyBasisText(p)}
           </p>
           {p.net_apy_7d && (
             <p class="hint">
@@ -322,6 +328,27 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
   );
 }
 
+/**
+ * What the net APY figure is, in words. The basis is the API's `apy_basis`: a launch-day estimate
+ * is never described as the product's own share price change (the portal labels it "Estimate" too).
+ */
+function apyBasisText(p: Pick<EmbedProductView, 'net_apy' | 'apy_basis' | 'as_of_date'>) {
+  if (!p.net_apy) return 'Measured after the first full day.';
+  if (p.apy_basis === 'underlying_estimate') {
+    return 'Estimated from the underlying vault; no full day yet: the vault’s latest day, annualised, with the fees applied. Not a guarantee.';
+  }
+  return `After fees, from the share price change of ${p.as_of_date} (UTC), annualised. Not a guarantee.`;
+}
+
+/** Whether the embed runs inside a frame (a cross-origin parent throws on access: framed too). */
+function framed(): boolean {
+  try {
+    return window.self !== window.top;
+  } catch {
+    return true;
+  }
+}
+
 function WalletPanel(props: {
   wallets: WalletOption[] | undefined;
   account: Address | undefined;
@@ -339,7 +366,8 @@ function WalletPanel(props: {
   if (props.wallets.length === 0) {
     const url = new URL(location.href);
     url.searchParams.delete('bridge');
-    return (
+    // In a frame, the browser's wallet may be there in a tab of its own; in a tab, it is not there.
+    return framed() ? (
       <div>
         <p>No wallet is available inside this frame.</p>
         <p>
@@ -348,6 +376,11 @@ function WalletPanel(props: {
           </a>{' '}
           to use your browser wallet there.
         </p>
+      </div>
+    ) : (
+      <div>
+        <p>No wallet was found in this browser.</p>
+        <p>Install or enable a wallet extension, then reload this page.</p>
       </div>
     );
   }
@@ -363,7 +396,19 @@ function WalletPanel(props: {
   );
 }
 
+/** An amount and its unit, each kept whole: a line may break only between them. */
+function Amount({ value, unit }: { value: string; unit: string }) {
+  return (
+    <>
+      <span class="nowrap">{value}</span> <span class="nowrap">{unit}</span>
+    </>
+  );
+}
+
 function PositionCard({ product: p, position }: { product: EmbedProductView; position: Position }) {
+  // Shares to 6 places like the amounts (an engine's shares may have 12 or 18); the exact count
+  // in the title.
+  const exactShares = formatUnits(position.shares, p.share_decimals);
   return (
     <section class="card position" aria-label="Your position">
       <h2>Your position</h2>
@@ -371,21 +416,35 @@ function PositionCard({ product: p, position }: { product: EmbedProductView; pos
         <div>
           <dt>Value</dt>
           <dd data-testid="position-assets">
-            {displayUnits(position.assets, p.asset_decimals, 6)} {p.asset_symbol}
+            <Amount
+              value={displayUnits(position.assets, p.asset_decimals, 6)}
+              unit={p.asset_symbol}
+            />
           </dd>
         </div>
         <div>
           <dt>In USD</dt>
-          <dd>${usdValue(position.assets, p.asset_decimals, p.usd_price)}</dd>
+          <dd>
+            <span class="nowrap">${usdValue(position.assets, p.asset_decimals, p.usd_price)}</span>
+          </dd>
         </div>
         <div>
           <dt>Shares</dt>
-          <dd data-testid="position-shares">{formatUnits(position.shares, p.share_decimals)}</dd>
+          <dd
+            data-testid="position-shares"
+            title={`${exactShares} shares`}
+            data-exact={exactShares}
+          >
+            <span class="nowrap">{displayUnits(position.shares, p.share_decimals, 6)}</span>
+          </dd>
         </div>
         <div>
           <dt>In your wallet</dt>
           <dd>
-            {displayUnits(position.walletAssets, p.asset_decimals, 6)} {p.asset_symbol}
+            <Amount
+              value={displayUnits(position.walletAssets, p.asset_decimals, 6)}
+              unit={p.asset_symbol}
+            />
           </dd>
         </div>
       </dl>

@@ -7,7 +7,7 @@
 
 import type { ScheduledFeeChange } from '../chain/read-scheduled-fee-change.ts';
 import type { Product } from '../db/products.ts';
-import type { SnapshotView } from '../db/snapshot-reads.ts';
+import { type ApyBasis, presentedApys, type SnapshotView } from '../db/snapshot-reads.ts';
 import type { HealthReading } from '../http/chain-reader.ts';
 import { formatUnits } from '../money/index.ts';
 
@@ -35,8 +35,17 @@ export interface EmbedProductView {
   partner_fee_bps: number;
   /** A fee change the engine has scheduled (ISO time it may apply from); null when none. */
   scheduled_fee_change: { service_fee_bps: number; partner_fee_bps: number; at: string } | null;
-  /** Net APY after fees (decimal fraction, 6 places) of the last full day; null before one exists. */
+  /**
+   * Net APY after fees (decimal fraction, 6 places): the API's latest_metrics.net_apy_for_user, by
+   * the same rule (presentedApys). Of the engine's last full day, or before the product has one,
+   * the launch-day estimate from the underlying vault; null when neither exists.
+   */
   net_apy: string | null;
+  /**
+   * Where `net_apy` comes from, as the API's latest_metrics.apy_basis: `engine` (the engine's own
+   * day) or `underlying_estimate` (no full day of its own yet); null when there is no net_apy.
+   */
+  apy_basis: ApyBasis | null;
   /**
    * Net APY realised over the 7 days ending at `as_of_date` (the API's latest_metrics.net_apy_7d),
    * shown beside the daily figure; null until the product has 7 days of history.
@@ -110,6 +119,7 @@ export function buildProductView(
   if (product.status === 'pending_deploy' || !product.engineAddress) {
     throw new Error('a product without an engine has no embed view');
   }
+  const apys = snapshot && presentedApys(snapshot);
   return {
     slug: product.slug,
     display_name: product.displayName,
@@ -130,7 +140,8 @@ export function buildProductView(
       partner_fee_bps: scheduled.partnerFeeBps,
       at: new Date(Number(scheduled.effectiveAt) * 1000).toISOString(),
     },
-    net_apy: snapshot?.netApyForUser ?? snapshot?.estimatedNetApy ?? null,
+    net_apy: apys?.netApyForUser ?? null,
+    apy_basis: apys?.basis ?? null,
     net_apy_7d: snapshot?.netApy7d ?? null,
     as_of_date: snapshot?.date ?? null,
     tvl: snapshot ? formatUnits(snapshot.engineTotalAssets, product.assetDecimals) : null,

@@ -513,9 +513,11 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     const args = minted!.args as { assets: bigint; shares: bigint };
     expect(args.assets).toBe(parseUnits('250.5', 6));
     expect(args.shares).toBe(preview);
+    // The shown shares are rounded to 6 places; the exact count is the title's.
     await embed
-      .getByTestId('position-shares')
-      .filter({ hasText: formatUnits(preview, sync.share_decimals) })
+      .locator(
+        `[data-testid="position-shares"][data-exact="${formatUnits(preview, sync.share_decimals)}"]`,
+      )
       .waitFor();
     await shot(page, 'deposit-done');
 
@@ -622,8 +624,9 @@ describe.skipIf(skip)('the embed in Chromium', () => {
     await embed.getByTestId('deposit-rung').filter({ hasText: 'you confirm once' }).waitFor();
     await embed.locator('.step.done').filter({ hasText: 'one confirmation' }).waitFor();
     await embed
-      .getByTestId('position-shares')
-      .filter({ hasText: formatUnits(after.shares, sync.share_decimals) })
+      .locator(
+        `[data-testid="position-shares"][data-exact="${formatUnits(after.shares, sync.share_decimals)}"]`,
+      )
       .waitFor();
     expect(await frame.evaluate('document.documentElement.scrollWidth <= 360')).toBe(true);
     expect(await seriousViolations(frame)).toEqual([]);

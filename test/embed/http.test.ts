@@ -81,6 +81,7 @@ beforeAll(async () => {
   await make('acme-soon', acme, 'live', 'pending_deploy');
   await make('acme-sandbox', acme, 'test', 'active');
   await make('bravo-core', bravo, 'live', 'active');
+  await make('acme-launch', acme, 'live', 'active');
   await insertSnapshots(t.db, products['acme-core']!.id, [
     { date: '2026-11-20', totalAssets: 1_000_000_000n, underlyingApy: null, netApy: null },
     {
@@ -90,6 +91,16 @@ beforeAll(async () => {
       netApy: '0.061234',
     },
   ]);
+  // Launched today: the provisional row, without APYs of its own, with the launch-day estimate the
+  // metrics processor stores (underlying-estimate.ts), here written directly.
+  await insertSnapshots(t.db, products['acme-launch']!.id, [
+    { date: '2026-11-21', totalAssets: 25_000_000n, underlyingApy: null, netApy: null },
+  ]);
+  await t.db.query(
+    `UPDATE daily_snapshots SET estimated_underlying_apy = 0.043614, estimated_net_apy = 0.041434
+     WHERE product_id = $1`,
+    [products['acme-launch']!.id],
+  );
   const settings = createEmbedSettingsRepo(t.db);
   for (const [name, id] of [
     ['acme', acme],
@@ -254,6 +265,8 @@ describe('the product view', () => {
     expect(view.tvl).toBe(api.latest_metrics.engine_total_assets);
     expect(view.tvl).toBe('1234567.891234');
     expect(view.net_apy).toBe(api.latest_metrics.net_apy_for_user);
+    expect(view.apy_basis).toBe(api.latest_metrics.apy_basis);
+    expect(view.apy_basis).toBe('engine');
     expect(view.net_apy_7d).toBe(api.latest_metrics.net_apy_7d);
     expect(view.as_of_date).toBe('2026-11-21');
     expect(view).toMatchObject({
@@ -272,6 +285,34 @@ describe('the product view', () => {
       withdraw: true,
       reason: expect.stringMatching(/network cannot be reached/),
     });
+  });
+
+  it("a product without a full day of its own: the launch-day estimate, with the API's apy_basis", async () => {
+    const view = (
+      await app.inject({
+        url: `/embed/api/${ids['acme-live']}/acme-launch`,
+        remoteAddress: from(),
+      })
+    ).json().data;
+    const api = (
+      await app.inject({
+        url: '/api/partner/products/acme-launch',
+        headers: { 'x-api-key': apiKey },
+        remoteAddress: from(),
+      })
+    ).json().data;
+    expect(api.latest_metrics).toMatchObject({
+      net_apy_for_user: '0.041434',
+      apy_basis: 'underlying_estimate',
+    });
+    expect(view).toMatchObject({
+      net_apy: '0.041434',
+      apy_basis: 'underlying_estimate',
+      as_of_date: '2026-11-21',
+    });
+    // No snapshot (or no APY on any basis yet): no figure and no basis.
+    const none = buildProductView(products['acme-launch']!, undefined, undefined, 'Local');
+    expect(none).toMatchObject({ net_apy: null, apy_basis: null });
   });
 
   it('paused and deprecated products keep withdrawals, with the reason in words', async () => {

@@ -1,0 +1,239 @@
+/**
+ * The widget's own words and layout in real Chromium, without a chain: the service on PGlite
+ * serves the embed page, and a stub wallet (window.ethereum answering the position's three reads
+ * from fixed figures) stands in for the chain where a position is needed. The deposit and
+ * withdraw flows against a real chain are the e2e suite's (e2e.test.ts).
+ *
+ * - The net APY and its basis: measured on the engine's day, the launch-day estimate from the
+ *   underlying vault (the API's apy_basis: "underlying_estimate"), none yet.
+ * - No wallet: opened in a tab of its own it says none was found in this browser; in a frame it
+ *   offers a new tab.
+ * - The position at 360 and 320 px: no number or unit is broken across lines.
+ *
+ * Screenshots go to a temporary directory, or to EMBED_WIDGET_SHOTS when set.
+ */
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEmbedSettingsRepo } from '../../src/db/embed-settings.ts';
+import { createPartnersRepo } from '../../src/db/partners.ts';
+import { createProductsRepo, type Product } from '../../src/db/products.ts';
+import { address, buildTestApp, deployed, newProduct } from '../helpers/builders.ts';
+import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
+import { insertSnapshots } from '../helpers/snapshots.ts';
+import { chromiumMissing, launchChromium, seriousA11yViolations } from '../portal/browser.ts';
+import { builtEmbedAssets } from './build.ts';
+
+const SHOTS = process.env.EMBED_WIDGET_SHOTS ?? mkdtempSync(path.join(tmpdir(), 'pys-widget-'));
+const ACCOUNT = address(0xa11ce);
+
+const missing = chromiumMissing();
+
+describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, () => {
+  let t: TestDatabase;
+  let app: Awaited<ReturnType<typeof buildTestApp>>;
+  let browser: Browser;
+  let base: string;
+  let embedId: string;
+  let hostPage: Server;
+  let hostUrl: string;
+  const products: Record<string, Product> = {};
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    t = await freshDatabase('pglite');
+    const partner = await createPartnersRepo(t.db).create('Acme Wallet');
+    const repo = createProductsRepo(t.db);
+    for (const [i, slug] of ['measured', 'launch', 'new'].entries()) {
+      products[slug] = await repo.create(
+        newProduct({
+          partnerId: partner.id,
+          slug,
+          displayName: `TUSD ${slug}`,
+          assetSymbol: 'TUSD',
+          deployed: deployed(address(0xe0 + i), { shareDecimals: 12 }),
+        }),
+      );
+    }
+    await insertSnapshots(t.db, products.measured!.id, [
+      { date: '2026-11-26', totalAssets: 1_000_000_000n, underlyingApy: null, netApy: null },
+      {
+        date: '2026-11-27',
+        totalAssets: 1_234_567_891_234n,
+        underlyingApy: '0.071234',
+        netApy: '0.061234',
+      },
+    ]);
+    // Launched today: no APY of its own, the launch-day estimate the metrics processor stores.
+    await insertSnapshots(t.db, products.launch!.id, [
+      { date: '2026-11-28', totalAssets: 25_000_000n, underlyingApy: null, netApy: null },
+    ]);
+    await t.db.query(
+      `UPDATE daily_snapshots SET estimated_underlying_apy = 0.043614, estimated_net_apy = 0.041434
+       WHERE product_id = $1`,
+      [products.launch!.id],
+    );
+    hostPage = createServer((req, res) => {
+      const src = new URL(req.url ?? '/', 'http://x').searchParams.get('src') ?? '';
+      res.setHeader('content-type', 'text/html');
+      res.end(
+        `<!doctype html><title>Host</title><iframe src="${src.replace(/"/g, '')}" width="320" height="700"></iframe>`,
+      );
+    });
+    await new Promise<void>((r) => hostPage.listen(0, '127.0.0.1', r));
+    hostUrl = `http://localhost:${(hostPage.address() as { port: number }).port}`;
+    const settings = createEmbedSettingsRepo(t.db);
+    embedId = (await settings.get(partner.id, 'live'))!.embedId;
+    await settings.setOrigins(partner.id, 'live', [hostUrl]);
+    app = await buildTestApp({
+      db: t.db,
+      embed: { assets: builtEmbedAssets(), ratePerMinute: 600 },
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await t?.drop();
+    await new Promise((r) => (hostPage ? hostPage.close(r) : r(undefined)));
+  });
+
+  const embedUrl = (slug: string) => `${base}/embed/${embedId}/${slug}`;
+
+  async function open(slug: string, width: number, wallet?: StubWallet): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width, height: 900 } });
+    const page = await context.newPage();
+    if (wallet) await page.addInitScript(stubWallet, wallet);
+    await page.goto(embedUrl(slug));
+    await page.locator('.product h1').waitFor();
+    return page;
+  }
+
+  it('the net APY names its basis: measured on the engine, a launch-day estimate, none yet', async () => {
+    const measured = await open('measured', 360);
+    expect(await measured.getByTestId('net-apy').textContent()).toBe('6.12 %');
+    expect(await measured.getByTestId('net-apy-basis').textContent()).toBe(
+      'After fees, from the share price change of 2026-11-27 (UTC), annualised. Not a guarantee.',
+    );
+    await measured.context().close();
+
+    const launch = await open('launch', 360);
+    expect(await launch.getByTestId('net-apy').textContent()).toBe('4.14 % Estimate');
+    const basis = (await launch.getByTestId('net-apy-basis').textContent())!;
+    expect(basis).toMatch(/^Estimated from the underlying vault; no full day yet/);
+    expect(basis).not.toContain('share price change');
+    expect(await seriousA11yViolations(launch)).toEqual([]);
+    await launch.screenshot({ path: path.join(SHOTS, 'estimate-360.png'), fullPage: true });
+    await launch.context().close();
+
+    const none = await open('new', 360);
+    expect(await none.getByTestId('net-apy').textContent()).toBe('—');
+    expect(await none.getByTestId('net-apy-basis').textContent()).toBe(
+      'Measured after the first full day.',
+    );
+    await none.context().close();
+  });
+
+  it('without a wallet: in a tab of its own, "no wallet in this browser"; in a frame, a new tab', async () => {
+    const tab = await open('measured', 360);
+    await tab.getByText('No wallet was found in this browser.').waitFor();
+    await tab.getByText('Install or enable a wallet extension, then reload this page.').waitFor();
+    expect(await tab.getByText(/inside this frame/).count()).toBe(0);
+    expect(await tab.getByRole('link', { name: 'Open in a new tab' }).count()).toBe(0);
+    expect(await seriousA11yViolations(tab)).toEqual([]);
+    await tab.screenshot({ path: path.join(SHOTS, 'no-wallet-tab-360.png'), fullPage: true });
+
+    // The same embed framed by an allowed host page on another loopback origin.
+    await tab.goto(`${hostUrl}/?src=${encodeURIComponent(embedUrl('measured'))}`);
+    const frame = tab.frameLocator('iframe');
+    await frame.getByText('No wallet is available inside this frame.').waitFor();
+    expect(
+      await frame.getByRole('link', { name: 'Open in a new tab' }).getAttribute('target'),
+    ).toBe('_blank');
+    expect(await frame.getByText('No wallet was found in this browser.').count()).toBe(0);
+    await tab.context().close();
+  });
+
+  for (const width of [360, 320]) {
+    it(`the position at ${width} px: numbers and units are never broken across lines`, async () => {
+      const figures: StubWallet = {
+        account: ACCOUNT,
+        chainId: 31337,
+        engine: products.measured!.engineAddress!,
+        // 24.294723504722 shares (12 decimals), worth 24.999999 TUSD; 1,234,975.000001 in the wallet.
+        shares: '24294723504722',
+        assets: '24999999',
+        wallet: '1234975000001',
+      };
+      const page = await open('measured', width, figures);
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      const position = page.getByRole('region', { name: 'Your position' });
+      await position.waitFor();
+      expect(await page.getByTestId('position-assets').textContent()).toBe('24.999999 TUSD');
+      const shares = page.getByTestId('position-shares');
+      expect(await shares.textContent()).toBe('24.294723');
+      expect(await shares.getAttribute('title')).toBe('24.294723504722 shares');
+      expect(await position.textContent()).toContain('1,234,975.000001 TUSD');
+      // Every number and unit sits on one line inside the card; nothing is wider than the page.
+      const broken = (await page.evaluate(`(() => {
+        const card = document.querySelector('.position').getBoundingClientRect();
+        return [...document.querySelectorAll('.position .nowrap')]
+          .filter((el) => {
+            // One line: every box of the element on the same line.
+            const lines = new Set([...el.getClientRects()].map((r) => Math.round(r.top)));
+            const r = el.getBoundingClientRect();
+            return lines.size !== 1 || r.left < card.left || r.right > card.right;
+          })
+          .map((el) => el.textContent);
+      })()`)) as string[];
+      expect(broken).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(
+        width,
+      );
+      expect(await seriousA11yViolations(page)).toEqual([]);
+      await position.screenshot({ path: path.join(SHOTS, `position-${width}.png`) });
+      await page.screenshot({ path: path.join(SHOTS, `connected-${width}.png`), fullPage: true });
+      await page.context().close();
+    });
+  }
+});
+
+interface StubWallet {
+  account: string;
+  chainId: number;
+  engine: string;
+  /** Base units, decimal strings. */
+  shares: string;
+  assets: string;
+  wallet: string;
+}
+
+/**
+ * Runs in the page: window.ethereum with an account on `chainId` whose reads answer the position's
+ * figures (balanceOf on the engine and the asset, convertToAssets); anything else is refused.
+ */
+function stubWallet(w: StubWallet) {
+  const word = (v: string) => `0x${BigInt(v).toString(16).padStart(64, '0')}`;
+  (globalThis as unknown as { ethereum: unknown }).ethereum = {
+    on() {},
+    removeListener() {},
+    async request({ method, params }: { method: string; params?: unknown[] }) {
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return [w.account];
+      if (method === 'eth_chainId') return `0x${w.chainId.toString(16)}`;
+      if (method === 'eth_call') {
+        const { to, data } = (params as [{ to: string; data: string }])[0];
+        if (data.startsWith('0x70a08231')) {
+          return word(to.toLowerCase() === w.engine.toLowerCase() ? w.shares : w.wallet);
+        }
+        if (data.startsWith('0x07a2d13a')) return word(w.assets);
+      }
+      throw Object.assign(new Error(`${method} is not supported`), { code: 4200 });
+    },
+  };
+}

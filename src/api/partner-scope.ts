@@ -24,8 +24,11 @@ import {
 import type { Environment } from '../db/products.ts';
 import { ApiError, type ErrorCode } from '../http/errors.ts';
 import { createFallbackCounter, createMemoryCounter } from '../http/fixed-window.ts';
+import type { HeldAnswers } from '../http/held-answers.ts';
 import { errorResponses } from '../http/schemas.ts';
+import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
+import { countedBudget, createFrontLane, type FrontLane } from './front-lane.ts';
 import { productErrorCodes, type StateRule } from './product-access.ts';
 
 /** Codes every partner route can answer, whatever it does. */
@@ -56,6 +59,16 @@ export interface PartnerScopeOptions {
   /** findByKey looks a key up; cachedByKey, when given, answers from memory without a promise. */
   keys: Pick<ApiKeysRepo, 'findByKey'> & CachedKeyLookup;
   redis?: Redis | undefined;
+  /**
+   * The front lane (front-lane.ts): made here, with this scope's key lookup and budgets, and
+   * handed to `use`. Absent: every request takes the lifecycle.
+   */
+  front?: {
+    held: HeldAnswers;
+    closing: () => boolean;
+    metrics: boolean;
+    use: (lane: FrontLane) => void;
+  };
   /** The partner routes, registered inside the scope. */
   routes: FastifyPluginAsync[];
   /** Length of a rate-limit window; tests shorten it, the service uses RATE_WINDOW_MS. */
@@ -176,9 +189,9 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
     if (!record) throw await fail(request, 'invalid_api_key');
     // A rolled key keeps working until its revocation time (DECISIONS, "Portal").
     if (!keyWorks(record)) throw await fail(request, 'revoked_api_key');
-    let budget = { count: 0, resetMs: 0 };
+    let budget = countedBudget(request) ?? { count: 0, resetMs: 0 };
     try {
-      budget = await budgets.hit(record.id, windowMs);
+      if (countedBudget(request) === undefined) budget = await budgets.hit(record.id, windowMs);
     } catch (err) {
       // The counter falls back to memory rather than fail; should it fail anyway, the request is
       // served uncounted rather than answered 500.
@@ -192,17 +205,33 @@ export const partnerScope: FastifyPluginAsync<PartnerScopeOptions> = async (app,
   // process's memory (no Redis), is answered without a promise or a microtask; every other case
   // (a key to look up, a refusal, a budget in Redis) takes the awaited path, in the same order.
   const hitNow = budgets.hitNow;
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', function admitKey(request, reply, done) {
     if (hitNow && options.keys.cachedByKey) {
       const presented = presentedKey(request);
       const record = presented ? options.keys.cachedByKey(presented)?.value : undefined;
       if (record && keyWorks(record)) {
-        done(admit(request, reply, record, hitNow(record.id, windowMs)));
+        // A request the front lane counted and left to the lifecycle is not counted again.
+        done(admit(request, reply, record, countedBudget(request) ?? hitNow(record.id, windowMs)));
         return;
       }
     }
     authenticate(request, reply).then(() => done(), done);
   });
+
+  if (options.front) {
+    options.front.use(
+      createFrontLane({
+        held: options.front.held,
+        keys: options.keys,
+        hitNow,
+        windowMs,
+        limitOf: (record) => RATE_LIMITS[record.environment],
+        closing: options.front.closing,
+        logger: app.log as Logger,
+        metrics: options.front.metrics,
+      }),
+    );
+  }
 
   for (const routes of options.routes) await app.register(routes);
 };

@@ -54,10 +54,29 @@ export function redactUrl(url: string): string {
   return redactKeyShaped(`${url.slice(0, q)}?${query}`);
 }
 
+export const ACCESS_MESSAGE = 'request completed';
+
+/** The fields of a request's access line (also written by src/api/front-lane.ts). */
+export function accessLine(
+  method: string,
+  url: string,
+  route: string | undefined,
+  statusCode: number,
+  elapsedMs: number,
+) {
+  return {
+    method,
+    url: redactUrl(url),
+    route,
+    statusCode,
+    responseTimeMs: Math.round(elapsedMs * 100) / 100,
+  };
+}
+
 export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = {}): void {
   const metrics = options.metrics === true;
   // A callback hook, not an async one: no promise per request on the hot path.
-  app.addHook('onResponse', (request, reply, done) => {
+  app.addHook('onResponse', function logAccess(request, reply, done) {
     const { url: route, config } = request.routeOptions;
     const status = reply.statusCode;
     const elapsedMs = reply.elapsedTime;
@@ -70,14 +89,8 @@ export function installAccessLog(app: BaseApp, options: { metrics?: boolean } = 
     // LOG_LEVEL=warn a 2xx costs no redaction at all (#33 item 7).
     if (logsAt(request.log, level)) {
       request.log[level](
-        {
-          method: request.method,
-          url: redactUrl(request.url),
-          route,
-          statusCode: status,
-          responseTimeMs: Math.round(elapsedMs * 100) / 100,
-        },
-        'request completed',
+        accessLine(request.method, request.url, route, status, elapsedMs),
+        ACCESS_MESSAGE,
       );
     }
     if (metrics) recordRequestMetrics(request.method, route, status, elapsedMs / 1000);

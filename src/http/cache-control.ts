@@ -14,14 +14,14 @@ export function installCacheControl(app: BaseApp): void {
   app.addHook('onRoute', (route) => {
     const declared = route.config?.cacheControl;
     if (!declared) return;
-    const hook: onSendHookHandler = (_request, reply, payload, done) => {
+    const sendCacheControl: onSendHookHandler = (_request, reply, payload, done) => {
       if (reply.statusCode < 300 && !reply.hasHeader('cache-control')) {
         reply.header('cache-control', declared);
       }
       done(null, payload);
     };
     const own = route.onSend === undefined ? [] : [route.onSend].flat();
-    route.onSend = [...own, hook];
+    route.onSend = [...own, sendCacheControl];
   });
 }
 

@@ -92,16 +92,22 @@ export function createChainReader(options: ChainReaderOptions) {
    * bound: `within` would race the answer against a timer that can never win, one timer and two
    * promises per request (#33 item 7). Only reads still in flight are raced.
    */
-  const answered = new WeakSet<Promise<unknown>>();
+  const answered = new WeakMap<Promise<unknown>, unknown>();
   const remember = <T>(read: Promise<T>): Promise<T> => {
     read.then(
-      () => answered.add(read),
+      (value) => answered.set(read, value),
       () => {},
     );
     return read;
   };
   const boundedBy = <T>(read: Promise<T>, ms: number): Promise<T> =>
     answered.has(read) ? read : within(read, ms);
+  /** The reading a cached read answered, while the cache keeps it; undefined otherwise. */
+  const answeredFor = <T>(read: Promise<T> | undefined): T | undefined =>
+    read === undefined ? undefined : (answered.get(read) as T | undefined);
+  const positionKey = (product: Product, wallet: string, requestIds: readonly bigint[]) =>
+    `${product.chainId}:${product.engineAddress!}:${wallet}:${requestIds.join(',')}`;
+  const healthKey = (product: Product) => `${product.chainId}:${product.engineAddress!}`;
 
   const clientFor = (product: Product): ChainClient => {
     const client = options.clients.get(product.chainId);
@@ -159,8 +165,7 @@ export function createChainReader(options: ChainReaderOptions) {
     ): Promise<PositionReading> {
       const engine = product.engineAddress!;
       const ms = budget(elapsedMs);
-      const key = `${product.chainId}:${engine}:${wallet}:${requestIds.join(',')}`;
-      const read = positions.get(key, () =>
+      const read = positions.get(positionKey(product, wallet, requestIds), () =>
         remember(
           bounded(product.chainId, ms, async () => {
             const client = clientFor(product);
@@ -183,11 +188,25 @@ export function createChainReader(options: ChainReaderOptions) {
       return boundedBy(read, ms);
     },
 
+    /**
+     * The reading readPosition would answer now without reading the chain (the cached read has
+     * answered and is within its time), or undefined: held answers stay valid while it is the same
+     * reading (src/http/held-answers.ts).
+     */
+    cachedPosition(product: Product, wallet: `0x${string}`): PositionReading | undefined {
+      return answeredFor(positions.peek(positionKey(product, wallet, [])));
+    },
+
+    /** As cachedPosition, for readHealth. */
+    cachedHealth(product: Product): HealthReading | undefined {
+      return answeredFor(healths.peek(healthKey(product)));
+    },
+
     /** `elapsedMs`: how long the request has been running (Fastify's `reply.elapsedTime`). */
     readHealth(product: Product, elapsedMs = 0): Promise<HealthReading> {
       const engine = product.engineAddress!;
       const ms = budget(elapsedMs);
-      const read = healths.get(`${product.chainId}:${engine}`, () =>
+      const read = healths.get(healthKey(product), () =>
         remember(
           bounded(product.chainId, ms, async () => {
             const client = clientFor(product);

@@ -32,6 +32,13 @@ export interface ReadCache {
   refresh(): Promise<void>;
   /** Drops every entry: for a change the database does not see (the chains coming up). */
   invalidate(): void;
+  /**
+   * A number that changes whenever what the cache answers may change: a new read-model version,
+   * the database unreachable, invalidate(). An answer built from the cache's values at one
+   * generation is the route's answer for as long as the generation stays (held answers,
+   * src/http/held-answers.ts).
+   */
+  generation(): number;
   close(): void;
 }
 
@@ -43,6 +50,7 @@ export function createReadCache(
   const maxEntries = options.maxEntries ?? 20_000;
   // Unknown until the first poll answers: nothing is cached before then.
   let version: string | undefined;
+  let generation = 0;
   // Least recently used entries make room for new ones past maxEntries (bounded-lru.ts).
   const entries = boundedLru<
     string,
@@ -53,6 +61,7 @@ export function createReadCache(
     const next = await readModelVersion(db);
     if (next !== version) {
       version = next;
+      generation++;
       entries.clear();
     }
   }
@@ -64,6 +73,7 @@ export function createReadCache(
       .catch(() => {
         // The database is unreachable: serve nothing from the cache until it answers again.
         version = undefined;
+        generation++;
         entries.clear();
       })
       .finally(() => {
@@ -111,8 +121,10 @@ export function createReadCache(
     },
     refresh,
     invalidate() {
+      generation++;
       entries.clear();
     },
+    generation: () => generation,
     close() {
       closed = true;
       clearTimeout(timer);

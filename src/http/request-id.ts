@@ -34,7 +34,7 @@ export function requestIdFor(req: { headers: Record<string, string | string[] | 
 /** Sends the request id back on every response that goes through Fastify's lifecycle. */
 export function installRequestIds(app: BaseApp): void {
   // A callback hook, not an async one: no promise per request on the hot path.
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', function sendRequestId(request, reply, done) {
     reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });

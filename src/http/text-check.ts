@@ -51,7 +51,7 @@ export function unsafeTextAt(value: unknown, root = 'body'): string | undefined 
  * unsafeTextAt. Every request pays this scan, so it stays cheap (#33 item 7); the path is built only
  * for the refusal's message.
  */
-function holdsUnsafeText(value: unknown): boolean {
+export function holdsUnsafeText(value: unknown): boolean {
   if (typeof value === 'string') return unsafeString(value);
   if (value === null || typeof value !== 'object') return false;
   if (Buffer.isBuffer(value) || Array.isArray(value)) return unsafeTextAt(value) !== undefined;
@@ -77,7 +77,7 @@ const REFUSED = 'a NUL character, a lone surrogate or invalid UTF-8';
  */
 export function installTextCheck(app: BaseApp): void {
   // A callback hook, not an async one: no promise per request on the hot path.
-  app.addHook('preValidation', (request, _reply, done) => {
+  app.addHook('preValidation', function refuseUnsafeText(request, _reply, done) {
     done(refusal(request));
   });
 }

@@ -8,10 +8,12 @@ import { boundedLru } from './bounded-lru.ts';
 
 export interface TtlCache<T> {
   get(key: string, load: () => Promise<T>): Promise<T>;
+  /** The read kept for key, if it is still within its time; nothing is loaded. */
+  peek(key: string): Promise<T> | undefined;
 }
 
 export function createTtlCache<T>(ttlMs: number, max = 50_000): TtlCache<T> {
-  if (ttlMs <= 0) return { get: (_key, load) => load() };
+  if (ttlMs <= 0) return { get: (_key, load) => load(), peek: () => undefined };
   const entries = boundedLru<string, { value: Promise<T> }>(max, { ttl: ttlMs });
   return {
     get(key, load) {
@@ -24,5 +26,6 @@ export function createTtlCache<T>(ttlMs: number, max = 50_000): TtlCache<T> {
       });
       return value;
     },
+    peek: (key) => entries.get(key)?.value,
   };
 }

@@ -4,8 +4,10 @@
  * repositories the routes read through (dependencies.ts), then the routes. It does not listen;
  * main.ts does, and tests use inject or a port.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController } from 'fastify';
+import { type FrontLane, scopeOfPartner } from '../api/front-lane.ts';
 import { registerOpenApi } from '../api/openapi.ts';
 import { partnerScope } from '../api/partner-scope.ts';
 import { apyHistoryRoute } from '../api/routes/apy-history.ts';
@@ -31,6 +33,7 @@ import { installCacheControl } from '../http/cache-control.ts';
 import { type ChainEntries, wireDependencies } from '../http/dependencies.ts';
 import { clientErrorHandler, frameworkErrors, installErrorMapping } from '../http/error-mapping.ts';
 import type { BaseApp } from '../http/fastify-app.ts';
+import { installHeldAnswers } from '../http/held-answers.ts';
 import { installRequestIds, requestIdFor } from '../http/request-id.ts';
 import { requestLoggerFactory } from '../http/request-logger.ts';
 import { installTextCheck } from '../http/text-check.ts';
@@ -57,6 +60,11 @@ export interface AppDeps {
   chainReads?: { timeoutMs?: number; cacheMs?: number; headMs?: number };
   /** How often the read cache checks the read-model version (tests shorten it). */
   readCache?: { pollMs?: number };
+  /**
+   * The partner API's front lane (src/api/front-lane.ts): held answers sent again in front of the
+   * framework. On unless false (tests compare the two ways).
+   */
+  frontLane?: boolean;
   /** The demo's state, reported by /ready (sync/demo-readiness.ts); absent: `off`. */
   demo?: () => 'off' | 'computing_history' | 'ready';
   /** Clock of the date-window endpoints (tests pin it). */
@@ -102,11 +110,17 @@ export async function buildApp(deps: AppDeps) {
     clientErrorHandler: clientErrorHandler(deps.logger),
   });
   installRequestIds(base);
-  installGracefulClose(base);
+  const closing = installGracefulClose(base);
   installAccessLog(base, { metrics: deps.httpMetrics === true });
   installErrorMapping(base);
   installTextCheck(base);
   installCacheControl(base);
+  // After cache-control.ts: its onSend hook must have run when an answer is held.
+  const held = installHeldAnswers(base, {
+    scopeOf: (request) => (request.partner ? scopeOfPartner(request.partner) : undefined),
+    closing,
+  });
+  const useFrontLane = frontLaneSlot(base, deps.frontLane !== false);
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
 
   // Registered before the routes it describes.
@@ -125,15 +139,16 @@ export async function buildApp(deps: AppDeps) {
   await app.register(partnerScope, {
     keys: wired.keys,
     redis: deps.redis,
+    front: { held, closing, metrics: deps.httpMetrics === true, use: useFrontLane },
     ...(deps.rateClock ? { clock: deps.rateClock } : {}),
     routes: [
       productsRoutes({ cache, products, snapshots, chainName }),
       apyHistoryRoute({ cache, products, snapshots, ...clock }),
       feeStatsRoute({ cache, products, snapshots, ...clock }),
       yieldCalcRoute({ products, snapshots }),
-      productHealthRoute({ products, chain }),
+      productHealthRoute({ products, chain, cache }),
       feeScheduleRoute({ products, chain }),
-      positionRoute({ products, chain, requests: createRedeemRequestsRepo(deps.db) }),
+      positionRoute({ products, chain, cache, requests: createRedeemRequestsRepo(deps.db) }),
       eventsRoute({
         cache,
         products,
@@ -185,16 +200,44 @@ export async function buildApp(deps: AppDeps) {
  * request is in flight would stay open after its response and hold shutdown until the timeout.
  * Once closing, every response says `Connection: close`, so its socket ends with it.
  */
-function installGracefulClose(app: BaseApp): void {
+function installGracefulClose(app: BaseApp): () => boolean {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
   // A callback hook, not an async one: no promise per request on the hot path.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', function closeConnectionWhenClosing(_request, reply, payload, done) {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
+  return () => closing;
+}
+
+/**
+ * Puts a front lane (src/api/front-lane.ts) before Fastify's own request handler on its server:
+ * a request the lane does not answer goes to Fastify as it came. Fastify's server stays as Fastify
+ * made it (its timeouts, keep-alive and closing); only its one `request` listener is wrapped. The
+ * lane arrives once the partner scope is registered (`use`); until then every request goes to
+ * Fastify. (A second binding Fastify makes for `localhost`, on another address, keeps Fastify's
+ * handler alone: its requests all take the lifecycle.)
+ */
+function frontLaneSlot(app: BaseApp, enabled: boolean): (lane: FrontLane) => void {
+  if (!enabled) return () => {};
+  const listeners = app.server.listeners('request');
+  const fastifyHandler = listeners[0] as
+    | ((req: IncomingMessage, res: ServerResponse) => void)
+    | undefined;
+  if (fastifyHandler === undefined || listeners.length !== 1) {
+    throw new Error(`expected Fastify's one request listener, found ${listeners.length}`);
+  }
+  let lane: FrontLane = () => false;
+  app.server.removeListener('request', fastifyHandler);
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (!lane(req, res)) fastifyHandler(req, res);
+  });
+  return (given) => {
+    lane = given;
+  };
 }
 
 /**

@@ -167,6 +167,22 @@ export const cacheLookups = new Counter({
   },
 });
 
+/**
+ * Requests the partner API's front lane answered with a held answer (src/api/front-lane.ts),
+ * counted as a plain number like the read-cache lookups; every other request took the lifecycle.
+ */
+export const frontLaneAnswers = { count: 0 };
+
+export const frontLaneAnswersTotal = new Counter({
+  name: 'http_front_lane_answers_total',
+  help: 'Partner API requests answered from a held answer in front of the framework (src/api/front-lane.ts); also counted in http_requests_total.',
+  registers: [registry],
+  collect() {
+    this.reset();
+    this.inc(frontLaneAnswers.count);
+  },
+});
+
 export const chainReadDuration = new Histogram({
   name: 'chain_read_duration_seconds',
   help: 'Live chain reads of the API (position, health), by chain id and outcome (ok or failed).',

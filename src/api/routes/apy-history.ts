@@ -5,9 +5,10 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { trailingDays } from '../../http/date-range.ts';
+import { todayUtc, trailingDays } from '../../http/date-range.ts';
 import type { SnapshotRouteDeps } from '../../http/dependencies.ts';
 import { ApiError } from '../../http/errors.ts';
+import { holdAnswer } from '../../http/held-answers.ts';
 import { sendCachedJson } from '../../http/read-cache.ts';
 import { DecimalString, Ok, RealisedApy, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
@@ -74,14 +75,22 @@ export function apyHistoryRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncType
           validationErrorCode: () => 'invalid_days',
           serves: 'deployed',
           errorCodes: ['invalid_days'],
+          heldAnswers: true,
         },
       },
       async (request, reply) => {
+        const generation = deps.cache.generation();
+        const day = todayUtc(now());
         const days = parseDays(request.query.days);
         const product = await productOf(request, deps.products);
         // The window ends at the latest finished day (date-range.ts): N rows when N days exist.
         const latest = await deps.snapshots.latestFinalDate(product.id);
         const { from, to } = trailingDays(days, now(), latest);
+        // The window moves at midnight; the rows change with the read cache's generation.
+        holdAnswer(
+          request,
+          () => deps.cache.generation() === generation && todayUtc(now()) === day,
+        );
         await sendCachedJson(
           deps.cache,
           request,

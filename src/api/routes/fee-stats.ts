@@ -8,9 +8,10 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { feeStatsRange } from '../../http/date-range.ts';
+import { feeStatsRange, todayUtc } from '../../http/date-range.ts';
 import type { SnapshotRouteDeps } from '../../http/dependencies.ts';
 import { FeeStatsRow, feeStatsRows } from '../../http/fee-stats-view.ts';
+import { holdAnswer } from '../../http/held-answers.ts';
 import { sendCachedJson } from '../../http/read-cache.ts';
 import { Ok, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
@@ -48,9 +49,12 @@ export function feeStatsRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebo
           validationErrorCode: () => 'invalid_date',
           serves: 'deployed',
           errorCodes: ['invalid_date', 'range_too_large'],
+          heldAnswers: true,
         },
       },
       async (request, reply) => {
+        const generation = deps.cache.generation();
+        const day = todayUtc(now());
         const { start_date: start, end_date: end } = request.query;
         // Dates are checked before the slug (DECISIONS: request shape, then slug).
         feeStatsRange(start, end, now());
@@ -61,6 +65,11 @@ export function feeStatsRoute(deps: SnapshotRouteDeps): FastifyPluginAsyncTypebo
             ? await deps.snapshots.latestFinalDate(product.id)
             : undefined;
         const { from, to } = feeStatsRange(start, end, now(), latest);
+        // The window moves at midnight; the rows change with the read cache's generation.
+        holdAnswer(
+          request,
+          () => deps.cache.generation() === generation && todayUtc(now()) === day,
+        );
         await sendCachedJson(
           deps.cache,
           request,

@@ -6,6 +6,8 @@ import type { ProductsRepo } from '../../db/products.ts';
 import type { RedeemRequestsRepo } from '../../db/redeem-requests.ts';
 import type { ChainReader, PositionReading } from '../../http/chain-reader.ts';
 import { ApiError } from '../../http/errors.ts';
+import { holdAnswer } from '../../http/held-answers.ts';
+import type { ReadCache } from '../../http/read-cache.ts';
 import { DecimalString, Ok, SlugParams } from '../../http/schemas.ts';
 import { formatUnits, usdValue } from '../../money/index.ts';
 import { productOf } from '../product-access.ts';
@@ -103,6 +105,8 @@ export function positionRoute(deps: {
   chain: ChainReader;
   /** The followed redeem requests (src/sync/exits.ts); without it, no request is listed. */
   requests?: RedeemRequestsRepo;
+  /** Its generation tells whether the product read is still the read model's (held answers). */
+  cache: ReadCache;
 }): FastifyPluginAsyncTypebox {
   const rendered = renderedAnswers<PositionReading>();
   return async (app) => {
@@ -124,9 +128,11 @@ export function positionRoute(deps: {
           validationErrorCode: () => 'invalid_address',
           serves: 'deployed',
           errorCodes: ['invalid_address', 'chain_not_supported', 'chain_rpc_unavailable'],
+          heldAnswers: true,
         },
       },
       async (request, reply) => {
+        const generation = deps.cache.generation();
         const wallet = parseWalletAddress(request.query.address);
         const product = await productOf(request, deps.products);
         if (!deps.chain.isEvmChain(product.chainId)) {
@@ -147,6 +153,18 @@ export function positionRoute(deps: {
         );
         // With no request in flight the answer is a function of the product and the reading alone:
         // rendered once for them (rendered-answers.ts).
+        // A synchronous product's answer is a function of the product and the reading: held
+        // while both are the current ones. An asynchronous product's requests are read from the
+        // database on every request (their rows change without a new read-model version).
+        const followsRequests = product.vaultKind === 'async' && deps.requests !== undefined;
+        if (!followsRequests) {
+          holdAnswer(
+            request,
+            () =>
+              deps.cache.generation() === generation &&
+              deps.chain.cachedPosition(product, wallet) === reading,
+          );
+        }
         const ready = followed.length === 0 ? rendered.get(product, reading) : undefined;
         if (ready !== undefined) {
           return sendJsonText(reply, ready);

@@ -4,6 +4,8 @@ import { Type } from 'typebox';
 import type { ScheduledFeeChange } from '../../chain/read-scheduled-fee-change.ts';
 import type { ProductsRepo } from '../../db/products.ts';
 import type { ChainReader, HealthReading } from '../../http/chain-reader.ts';
+import { holdAnswer } from '../../http/held-answers.ts';
+import type { ReadCache } from '../../http/read-cache.ts';
 import { Ok, SlugParams } from '../../http/schemas.ts';
 import { productOf } from '../product-access.ts';
 import { renderedAnswers, sendJsonText } from '../rendered-answers.ts';
@@ -32,6 +34,8 @@ function scheduledFeeNote(c: ScheduledFeeChange): string {
 export function productHealthRoute(deps: {
   products: ProductsRepo;
   chain: ChainReader;
+  /** Its generation tells whether the product read is still the read model's (held answers). */
+  cache: ReadCache;
 }): FastifyPluginAsyncTypebox {
   const rendered = renderedAnswers<HealthReading>();
   return async (app) => {
@@ -51,11 +55,18 @@ export function productHealthRoute(deps: {
           cacheControl: 'private, max-age=60',
           serves: 'deployed',
           errorCodes: ['chain_rpc_unavailable'],
+          heldAnswers: true,
         },
       },
       async (request, reply) => {
+        const generation = deps.cache.generation();
         const product = await productOf(request, deps.products);
         const h = await deps.chain.readHealth(product, reply.elapsedTime);
+        // A function of the product and the reading: held while both are the current ones.
+        holdAnswer(
+          request,
+          () => deps.cache.generation() === generation && deps.chain.cachedHealth(product) === h,
+        );
         // A function of the product and the reading alone: rendered once for them.
         const ready = rendered.get(product, h);
         if (ready !== undefined) return sendJsonText(reply, ready);

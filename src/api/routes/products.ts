@@ -6,6 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Product as ProductRecord, ProductsRepo } from '../../db/products.ts';
 import { presentedApys, type SnapshotReads, type SnapshotView } from '../../db/snapshot-reads.ts';
+import { holdAnswer } from '../../http/held-answers.ts';
 import { type ReadCache, sendCachedJson } from '../../http/read-cache.ts';
 import { ApyBasisSchema, DecimalString, Ok, RealisedApy, SlugParams } from '../../http/schemas.ts';
 import { formatUnits } from '../../money/index.ts';
@@ -119,7 +120,7 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
     app.get(
       '/api/partner/products',
       {
-        config: { cacheControl: 'private, max-age=60' },
+        config: { cacheControl: 'private, max-age=60', heldAnswers: true },
         schema: {
           operationId: 'listProducts',
           summary: 'List products',
@@ -132,6 +133,9 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
       // Not async: a cached list is sent without a promise (sendCachedJson).
       (request, reply) => {
         const caller = partnerOf(request);
+        // The list is a function of the caller's scope and the read cache's generation.
+        const generation = deps.cache.generation();
+        holdAnswer(request, () => deps.cache.generation() === generation);
         return sendCachedJson(
           deps.cache,
           request,
@@ -160,10 +164,12 @@ export function productsRoutes(deps: ProductsRouteDeps): FastifyPluginAsyncTypeb
           params: SlugParams,
           response: { 200: Ok(Product) },
         },
-        config: { cacheControl: 'private, max-age=60', serves: 'any' },
+        config: { cacheControl: 'private, max-age=60', serves: 'any', heldAnswers: true },
       },
       async (request, reply) => {
+        const generation = deps.cache.generation();
         const p = await productOf(request, deps.products);
+        holdAnswer(request, () => deps.cache.generation() === generation);
         await sendCachedJson(deps.cache, request, reply, `product:${p.id}`, async () => {
           const latest = await deps.snapshots.latestFor([p.id]);
           return { success: true as const, data: present(p, latest.get(p.id), deps.chainName) };

@@ -84,6 +84,8 @@ export function installHeldAnswers(app: BaseApp, options: HeldAnswersOptions): H
   const record = (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const stillValid = (request as FastifyRequest & { [HOLD]?: () => boolean })[HOLD];
     if (stillValid === undefined || reply.statusCode !== 200 || options.closing()) return;
+    // The lane answers GET only; a HEAD's payload is emptied by Fastify's own onSend hook.
+    if (request.method !== 'GET') return;
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return;
     const scope = options.scopeOf(request);
     const route = request.routeOptions.url;

@@ -256,6 +256,29 @@ describe('the front lane answers as the lifecycle does', () => {
     });
     expect(head).toBe(200);
     expect(frontLaneAnswers.count - lanes).toBe(0);
+    // A HEAD holds nothing: the next GET of a URL asked only by HEAD is the route's.
+    const fresh = `/api/partner/products/${core}/apy-history?days=30&head=1`;
+    const headFresh = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: lanePort,
+          path: fresh,
+          method: 'HEAD',
+          headers: { 'x-api-key': keys.acme },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(headFresh).toBe(200);
+    const afterHead = await get(lanePort, fresh, { 'x-api-key': keys.acme });
+    expect(frontLaneAnswers.count - lanes).toBe(0);
+    expect(JSON.parse(afterHead.body.toString()).data.length).toBeGreaterThan(0);
   });
 
   it('stops holding an answer once the read model changes (a paused product, at once)', async () => {

@@ -9,6 +9,9 @@
  * - No wallet: opened in a tab of its own it says none was found in this browser; in a frame it
  *   offers a new tab.
  * - The position at 360 and 320 px: no number or unit is broken across lines.
+ * - No failed request: the page alone and framed, its error page and the host example page load
+ *   without a 4xx or a console error. The page alone asked for /favicon.ico (a 404) until it named
+ *   its icon inline; the error and host example pages ask for none (their CSP allows no image).
  *
  * Screenshots go to a temporary directory, or to EMBED_WIDGET_SHOTS when set.
  */
@@ -41,6 +44,8 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
   let hostPage: Server;
   let hostUrl: string;
   const products: Record<string, Product> = {};
+  /** Every request the service answered with 4xx or 5xx, as `status path`. */
+  const refused: string[] = [];
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
@@ -91,6 +96,9 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
     app = await buildTestApp({
       db: t.db,
       embed: { assets: builtEmbedAssets(), ratePerMinute: 600 },
+    });
+    app.addHook('onResponse', async (request, reply) => {
+      if (reply.statusCode >= 400) refused.push(`${reply.statusCode} ${request.url}`);
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
@@ -158,6 +166,77 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
     ).toBe('_blank');
     expect(await frame.getByText('No wallet was found in this browser.').count()).toBe(0);
     await tab.context().close();
+  });
+
+  it('loads with no failed request: alone, framed, its error page and the host example', async () => {
+    /**
+     * Loads `url` in a browser of its own (Chromium remembers a missing icon for the session and
+     * asks no more), waits for the network to be quiet (the browser's icon request included) and
+     * for `ready`; what failed in the browser and what the service refused (4xx, 5xx).
+     */
+    const load = async (url: string, ready: (page: Page) => Promise<void>) => {
+      const fresh = await launchChromium();
+      try {
+        const page = await (
+          await fresh.newContext({ viewport: { width: 360, height: 900 } })
+        ).newPage();
+        const failures: string[] = [];
+        page.on('console', (m) => {
+          if (m.type() === 'error') failures.push(`console: ${m.text()} ${m.location().url}`);
+        });
+        page.on('requestfailed', (r) =>
+          failures.push(`failed: ${r.url()} ${r.failure()?.errorText}`),
+        );
+        page.on('response', (r) => {
+          if (r.status() >= 400) failures.push(`${r.status()}: ${r.url()}`);
+        });
+        refused.length = 0;
+        await page.goto(url, { waitUntil: 'networkidle' });
+        await ready(page);
+        return { failures, refused: [...refused] };
+      } finally {
+        await fresh.close();
+      }
+    };
+    const alone = async (page: Page) => {
+      await page.locator('.product h1').waitFor();
+    };
+    const framedApp = async (page: Page) => {
+      await page.frameLocator('iframe').locator('.product h1').waitFor();
+    };
+
+    // Alone in a tab (the "open in a new tab" fallback), then framed by an allowed host.
+    expect(await load(embedUrl('measured'), alone)).toEqual({ failures: [], refused: [] });
+    const framed = `${hostUrl}/?src=${encodeURIComponent(embedUrl('measured'))}`;
+    expect(await load(framed, framedApp)).toEqual({ failures: [], refused: [] });
+
+    // The error page: its own 404 is the answer, and nothing else fails.
+    const unknown = `/embed/${embedId}/no-such-product`;
+    expect(
+      await load(`${base}${unknown}`, async (page) => {
+        await page.getByText(/This deposit widget is not available/).waitFor();
+      }),
+    ).toEqual({
+      failures: [
+        `404: ${base}${unknown}`,
+        `console: Failed to load resource: the server responded with a status of 404 (Not Found) ${base}${unknown}`,
+      ],
+      refused: [`404 ${unknown}`],
+    });
+
+    // The demo's host example, opened on the service's other loopback name (which it frames from).
+    const settings = createEmbedSettingsRepo(t.db);
+    const partnerId = products.measured!.partnerId;
+    const other = base.replace('127.0.0.1', 'localhost');
+    await settings.setOrigins(partnerId, 'live', [hostUrl, other]);
+    try {
+      expect(await load(`${other}/embed/host-example/${embedId}/measured`, framedApp)).toEqual({
+        failures: [],
+        refused: [],
+      });
+    } finally {
+      await settings.setOrigins(partnerId, 'live', [hostUrl]);
+    }
   });
 
   for (const width of [360, 320]) {

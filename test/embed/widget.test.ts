@@ -9,6 +9,8 @@
  * - No wallet: opened in a tab of its own it says none was found in this browser; in a frame it
  *   offers a new tab.
  * - The position at 360 and 320 px: no number or unit is broken across lines.
+ * - The product card from 320 to 480 px: no percentage (the APYs, the 7-day figure, the fees) is
+ *   broken between its number and its % sign.
  * - No failed request: the page alone and framed, its error page and the host example page load
  *   without a 4xx or a console error. The page alone asked for /favicon.ico (a 404) until it named
  *   its icon inline; the error and host example pages ask for none (their CSP allows no image).
@@ -70,6 +72,7 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
         totalAssets: 1_234_567_891_234n,
         underlyingApy: '0.071234',
         netApy: '0.061234',
+        netApy7d: '0.061634',
       },
     ]);
     // Launched today: no APY of its own, the launch-day estimate the metrics processor stores.
@@ -166,6 +169,47 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
     ).toBe('_blank');
     expect(await frame.getByText('No wallet was found in this browser.').count()).toBe(0);
     await tab.context().close();
+  });
+
+  it('the product card from 320 to 480 px: no percentage is broken between number and %', async () => {
+    const page = await open('measured', 480);
+    expect(await page.getByText('Over the last 7 days: 6.16 %').count()).toBe(1);
+    // Every "12.34 %" in the card's text, as a range: the texts of those whose boxes sit on more
+    // than one line.
+    const brokenPercentages = `(() => {
+      const card = document.querySelector('.product');
+      const walker = document.createTreeWalker(card, NodeFilter.SHOW_TEXT);
+      const broken = [];
+      let count = 0;
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.data.matchAll(/-?[0-9][0-9,.]*\\s%/g)) {
+          count++;
+          const range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          if (lines.size !== 1) broken.push(m[0]);
+        }
+      }
+      return { count, broken };
+    })()`;
+    const found: string[] = [];
+    for (let width = 480; width >= 320; width -= 4) {
+      await page.setViewportSize({ width, height: 900 });
+      const { count, broken } = (await page.evaluate(brokenPercentages)) as {
+        count: number;
+        broken: string[];
+      };
+      // 6.12 %, 6.16 % and the three fees: all found at every width.
+      expect(count).toBe(5);
+      found.push(...broken.map((b) => `${b} at ${width} px`));
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(
+        width,
+      );
+    }
+    expect(found).toEqual([]);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.context().close();
   });
 
   it('loads with no failed request: alone, framed, its error page and the host example', async () => {

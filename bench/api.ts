@@ -163,7 +163,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
       PORT: '0',
       LOCAL_CHAIN_PORT: '0',
       LOG_LEVEL: 'warn',
-      ...(pg ? { DATABASE_URL: pg.url } : {}),
+      // PGlite: the api role alone on purpose (the worker off, so it does not compete for the
+      // cores), which `start` otherwise refuses as a live-looking setup (src/main.ts).
+      ...(pg ? { DATABASE_URL: pg.url } : { ALLOW_EMBEDDED_DATABASE: 'true' }),
     };
     console.log(`\n== ${engine} ==`);
     console.log('provisioning the demo (200-day local chain, metrics history)…');

@@ -373,7 +373,8 @@ async function inbound(engine: Engine) {
     LOCAL_CHAIN_DAYS: '2',
     LOG_LEVEL: 'warn',
     MASTER_KEY: masterKey.toString('hex'),
-    ...(url ? { DATABASE_URL: url } : { DATABASE_URL: '' }),
+    // PGlite: the api role alone on purpose, which `start` otherwise refuses (src/main.ts).
+    ...(url ? { DATABASE_URL: url } : { DATABASE_URL: '', ALLOW_EMBEDDED_DATABASE: 'true' }),
   });
   const body = JSON.stringify({ occurred_at: '2026-11-22T00:00:00Z', data: { source: 'bench' } });
   const signature = createHmac('sha256', secret).update(body).digest('hex');

@@ -110,9 +110,17 @@ const settings = {
     default: './data',
   },
   DATABASE_URL: {
-    describe: 'PostgreSQL connection URL. Unset: embedded PGlite under `DATA_DIR/pglite`.',
+    describe:
+      "PostgreSQL connection URL. Unset: embedded PGlite under `DATA_DIR/pglite`, one process's database; `start` refuses it (exit 78) when the setup looks live: CHAINS_FILE names a chain other than a local development chain, or ROLES runs one role alone (see ALLOW_EMBEDDED_DATABASE).",
     expects: 'a postgres:// or postgresql:// URL',
     parse: url(['postgres:', 'postgresql:']),
+  },
+  ALLOW_EMBEDDED_DATABASE: {
+    describe:
+      '`true` lets `start` use the embedded PGlite database although the setup looks live (DATABASE_URL): for a rehearsal or a test on purpose, never for a service people rely on.',
+    expects: 'true or false',
+    parse: boolean,
+    default: 'false',
   },
   DATABASE_POOL_MAX: {
     describe: 'Maximum connections in the PostgreSQL pool.',

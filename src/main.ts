@@ -4,7 +4,9 @@
  * let in-flight ones finish, then close the database.
  */
 
+import path from 'node:path';
 import { type ChainSettings, readChainsFile } from './chain/chains.ts';
+import { isLocalChain } from './chain/signer-settings.ts';
 import { type Config, ConfigError } from './config.ts';
 import type { Database } from './db/client.ts';
 import { deferredDatabase } from './db/deferred.ts';
@@ -90,7 +92,7 @@ function loadBackgroundModules() {
  * The signers only on a process with the worker role, the one that signs. Nothing here touches the
  * network: a remote signer and the RPC nodes are reached once the chains start.
  */
-async function checkChainsConfig(config: Config): Promise<void> {
+async function checkChainsConfig(config: Config): Promise<ChainSettings[]> {
   const file = config.CHAINS_FILE as string;
   try {
     const chains = readChainsFile(file);
@@ -98,6 +100,7 @@ async function checkChainsConfig(config: Config): Promise<void> {
       const { signerAccount } = await import('./chain/signer.ts');
       for (const chain of chains) signerAccount(chain);
     }
+    return chains;
   } catch (err) {
     const name = (err as Error | null)?.name;
     if (name === 'ChainsFileError' || name === 'SignerError') {
@@ -105,6 +108,45 @@ async function checkChainsConfig(config: Config): Promise<void> {
     }
     throw err;
   }
+}
+
+/**
+ * The embedded database where the configuration says this is a live setup: refused before anything
+ * opens or listens (a configuration error, exit code 78), unless ALLOW_EMBEDDED_DATABASE=true. An
+ * operator who forgot DATABASE_URL would otherwise run on a PGlite database in DATA_DIR that only
+ * this process can open, with no backups, and that the other processes of the service never see.
+ * Live is either of:
+ * - CHAINS_FILE names a chain that is not a local development chain (by id, 31337 or 1337, or
+ *   marked `"local": true`): real networks, the same line the plaintext-key rule draws;
+ * - ROLES runs one role alone: api and worker in separate processes, which cannot share an
+ *   embedded database (PGlite is one process's; a second one on the same DATA_DIR is refused by
+ *   its lock, and on another machine or container each gets a database of its own).
+ * Not: a CHAINS_FILE of development chains (a node of one's own), or both roles without one (the
+ * local demo, `npm start`). See docs/maintainers/decisions.md, "The embedded database".
+ */
+export function embeddedDatabaseRefusal(
+  config: Pick<Config, 'DATABASE_URL' | 'ALLOW_EMBEDDED_DATABASE' | 'ROLES' | 'DATA_DIR'>,
+  chains: readonly ChainSettings[] | undefined,
+): ConfigError | undefined {
+  if (config.DATABASE_URL || config.ALLOW_EMBEDDED_DATABASE) return undefined;
+  const reasons: string[] = [];
+  const live = (chains ?? []).filter((c) => !isLocalChain(c.chainId, c.local));
+  if (live.length > 0) {
+    const named = live.map((c) => `${c.chainId} (${c.name})`).join(', ');
+    reasons.push(
+      `CHAINS_FILE names ${live.length === 1 ? 'chain' : 'chains'} ${named}, not a local development chain`,
+    );
+  }
+  const other = config.ROLES.includes('api') ? 'worker' : 'api';
+  if (!config.ROLES.includes(other)) {
+    reasons.push(
+      `ROLES is ${config.ROLES.join(',')}: the ${other} role runs in another process, which cannot share an embedded database`,
+    );
+  }
+  if (reasons.length === 0) return undefined;
+  return new ConfigError(
+    `DATABASE_URL: not set, while ${reasons.join('; and ')}. This start would run on the embedded PGlite database in ${path.join(config.DATA_DIR, 'pglite')}, which only this process can open and nothing backs up. Set DATABASE_URL to the service's PostgreSQL database (postgres://user:password@host:5432/database); to use the embedded database on purpose (a rehearsal, a test), set ALLOW_EMBEDDED_DATABASE=true.`,
+  );
 }
 
 export interface StartOptions {
@@ -120,7 +162,9 @@ export async function startService(
   logger: Logger,
   options: StartOptions = {},
 ): Promise<RunningService> {
-  if (config.CHAINS_FILE) await checkChainsConfig(config);
+  const chains = config.CHAINS_FILE ? await checkChainsConfig(config) : undefined;
+  const embedded = embeddedDatabaseRefusal(config, chains);
+  if (embedded) throw embedded;
   // Read (or created) before anything listens: a bad MASTER_KEY file fails the start, not a request.
   const secretBox = createSecretBox(masterKeyFor(config));
   const connecting = openDatabase(config, { signal: options.signal });

@@ -1,7 +1,10 @@
 /** The service as a real process: first run, probes, graceful shutdown, bad configuration. */
-import { chmodSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { ChainSettings } from '../src/chain/chains.ts';
+import { loadConfig } from '../src/config.ts';
+import { embeddedDatabaseRefusal } from '../src/main.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { freshDatabase, postgresAdminUrl } from './helpers/db.ts';
 import { deadPort } from './helpers/net.ts';
@@ -151,6 +154,7 @@ describe('the service process', { timeout: 240_000 }, () => {
       DATA_DIR: await seededDir(),
       PORT: '0',
       ROLES: 'api',
+      ALLOW_EMBEDDED_DATABASE: 'true', // one role alone on the embedded database, on purpose
     });
     await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 120_000, 'listening');
     p.child.kill('SIGINT');
@@ -169,6 +173,7 @@ describe('the service process', { timeout: 240_000 }, () => {
       DATA_DIR: dir,
       PORT: '0',
       ROLES: 'api',
+      ALLOW_EMBEDDED_DATABASE: 'true', // one role alone on the embedded database, on purpose
       CHAINS_FILE: await deadChainsFile(dir),
     });
     await waitFor(() => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1], 120_000, 'listening');
@@ -237,6 +242,7 @@ describe('the service process', { timeout: 240_000 }, () => {
       DATA_DIR: dir,
       PORT: '0',
       ROLES: 'api',
+      ALLOW_EMBEDDED_DATABASE: 'true', // one role alone on the embedded database, on purpose
       MASTER_KEY: keyB,
       CHAINS_FILE: await deadChainsFile(dir),
     });
@@ -307,6 +313,109 @@ describe('the service process', { timeout: 240_000 }, () => {
         expect(p.stdout()).not.toMatch(/listening/i);
         expect(p.stdout()).not.toMatch(/"stack"/);
       }),
+    );
+  });
+
+  it.concurrent('refuses the embedded database where the setup looks live: one line naming DATABASE_URL, exit 78, nothing touched', async ({
+    expect,
+  }) => {
+    const dir = tempDir();
+    const base = path.join(dir, 'base.json');
+    writeFileSync(
+      base,
+      JSON.stringify([
+        {
+          chain_id: 8453,
+          name: 'base',
+          rpc_urls: [`http://127.0.0.1:${await deadPort()}`],
+          confirmation_depth: 2,
+          block_range_limit: 1000,
+        },
+      ]),
+    );
+    const split = (role: string, other: string) =>
+      `ROLES is ${role}: the ${other} role runs in another process, which cannot share an embedded database`;
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ CHAINS_FILE: base }, 'CHAINS_FILE names chain 8453 (base), not a local development chain'],
+      [{ ROLES: 'api' }, split('api', 'worker')],
+      [{ ROLES: 'worker', CHAINS_FILE: await deadChainsFile(dir) }, split('worker', 'api')],
+      [
+        { ROLES: 'api', CHAINS_FILE: base },
+        `CHAINS_FILE names chain 8453 (base), not a local development chain; and ${split('api', 'worker')}`,
+      ],
+    ];
+    await Promise.all(
+      cases.map(async ([env, why]) => {
+        const dataDir = tempDir();
+        const p = spawnCli(['start'], { ...CHAIN, DATA_DIR: dataDir, PORT: '0', ...env });
+        // Its exit, or its server socket (a start that was not refused: stopped at once).
+        let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+        void p.exited.then((e) => {
+          exit = e;
+        });
+        const outcome = await waitFor(
+          () => exit ?? (p.stdout().includes('"msg":"Server listening') ? 'listening' : undefined),
+          120_000,
+          'its exit or its server socket',
+        );
+        if (outcome === 'listening') {
+          p.child.kill('SIGTERM');
+          await p.exited;
+        }
+        expect(outcome, p.stderr()).toEqual({ code: 78, signal: null });
+        expect(p.stderr()).toBe(
+          `Configuration error: DATABASE_URL: not set, while ${why}. This start would run on the embedded PGlite database in ${path.join(dataDir, 'pglite')}, which only this process can open and nothing backs up. Set DATABASE_URL to the service's PostgreSQL database (postgres://user:password@host:5432/database); to use the embedded database on purpose (a rehearsal, a test), set ALLOW_EMBEDDED_DATABASE=true.\n`,
+        );
+        // Refused before it listened, and before it wrote anything: no database, no key file.
+        expect(p.stdout()).not.toMatch(/listening/i);
+        expect(readdirSync(dataDir)).toEqual([]);
+      }),
+    );
+
+    // On purpose: the same live-looking setup starts on the embedded database.
+    const kept = await seededDir();
+    const p = spawnCli(['start'], {
+      DATA_DIR: kept,
+      PORT: '0',
+      ROLES: 'api',
+      CHAINS_FILE: base,
+      ALLOW_EMBEDDED_DATABASE: 'true',
+    });
+    const url = await waitFor(
+      () => /listening on (http:\/\/\S+)/.exec(p.stdout())?.[1],
+      120_000,
+      `listening (stderr: ${p.stderr()})`,
+    );
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    expect(p.stdout()).toContain('"engine":"pglite"');
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+  });
+
+  it('the rule: live-looking is a chain that is not a development chain, or one role alone', () => {
+    const chain = (chainId: number, local?: boolean) =>
+      ({ chainId, name: `c${chainId}`, ...(local ? { local } : {}) }) as ChainSettings;
+    const refused = (env: Record<string, string>, chains?: ChainSettings[]) =>
+      embeddedDatabaseRefusal(loadConfig({ DATA_DIR: '/srv/pys', ...env }), chains)?.message;
+    // The README's `npm start` (both roles, the local chain) and a node of one's own.
+    expect(refused({})).toBeUndefined();
+    expect(refused({}, [chain(31337), chain(1337)])).toBeUndefined();
+    expect(refused({}, [chain(8453, true)])).toBeUndefined();
+    expect(refused({ ROLES: 'worker,api' })).toBeUndefined();
+    // PostgreSQL, or the embedded database on purpose: never refused.
+    expect(
+      refused({ DATABASE_URL: 'postgres://db.example.com/pys', ROLES: 'api' }, [chain(1)]),
+    ).toBeUndefined();
+    expect(refused({ ALLOW_EMBEDDED_DATABASE: 'true', ROLES: 'api' }, [chain(1)])).toBeUndefined();
+    // Live: every chain that is not a development one is named.
+    expect(refused({}, [chain(31337), chain(1), chain(42161)])).toMatch(
+      /^DATABASE_URL: not set, while CHAINS_FILE names chains 1 \(c1\), 42161 \(c42161\), not a local development chain\. .* in \/srv\/pys\/pglite, /,
+    );
+    expect(refused({ ROLES: 'worker' })).toMatch(
+      /^DATABASE_URL: not set, while ROLES is worker: the api role runs in another process, /,
+    );
+    expect(() => loadConfig({ ALLOW_EMBEDDED_DATABASE: 'yes' })).toThrow(
+      'ALLOW_EMBEDDED_DATABASE: expected true or false (got "yes")',
     );
   });
 

@@ -289,7 +289,7 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
         <div>
           <p class="label">Net APY</p>
           <p class="big" data-testid="net-apy">
-            {p.net_apy ? displayApy(p.net_apy) : '—'}
+            {p.net_apy ? <Percent value={displayApy(p.net_apy)} /> : '—'}
             {p.net_apy && p.apy_basis === 'underlying_estimate' && (
               <>
                 {' '}
@@ -302,7 +302,10 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
           </p>
           {p.net_apy_7d && (
             <p class="hint">
-              Over the last 7 days: <strong>{displayApy(p.net_apy_7d)}</strong>
+              Over the last 7 days:{' '}
+              <strong>
+                <Percent value={displayApy(p.net_apy_7d)} />
+              </strong>
             </p>
           )}
         </div>
@@ -315,17 +318,29 @@ function ProductHeader({ product: p }: { product: EmbedProductView }) {
         </div>
       </div>
       <p class="fees">
-        Fees: {displayBps(total)} of the yield only, never of your deposit (
-        {displayBps(p.service_fee_bps)} to the service, {displayBps(p.partner_fee_bps)} to{' '}
-        {p.partner}). They are charged only on new gains above the previous high (a high-water
-        mark), so a loss is never charged twice.
-        {p.scheduled_fee_change &&
-          ` From ${displayDate(Date.parse(p.scheduled_fee_change.at) / 1000)} the fees become ${displayBps(
-            p.scheduled_fee_change.service_fee_bps + p.scheduled_fee_change.partner_fee_bps,
-          )} of the yield.`}
+        Fees: <Percent value={displayBps(total)} /> of the yield only, never of your deposit (
+        <Percent value={displayBps(p.service_fee_bps)} /> to the service,{' '}
+        <Percent value={displayBps(p.partner_fee_bps)} /> to {p.partner}). They are charged only on
+        new gains above the previous high (a high-water mark), so a loss is never charged twice.
+        {p.scheduled_fee_change && (
+          <>
+            {` From ${displayDate(Date.parse(p.scheduled_fee_change.at) / 1000)} the fees become `}
+            <Percent
+              value={displayBps(
+                p.scheduled_fee_change.service_fee_bps + p.scheduled_fee_change.partner_fee_bps,
+              )}
+            />
+            {' of the yield.'}
+          </>
+        )}
       </p>
     </header>
   );
+}
+
+/** A percentage ("6.12 %"): a line never breaks between its number and its % sign. */
+function Percent({ value }: { value: string }) {
+  return <span class="nowrap">{value}</span>;
 }
 
 /**

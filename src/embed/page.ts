@@ -4,6 +4,7 @@
  * non-executed `<script type="application/json">`, with `<` escaped so no value can close it.
  */
 import { escapeHtml } from '../http/escape-html.ts';
+import { ICON } from '../http/icon.ts';
 import type { EmbedProductView } from './product-view.ts';
 
 export type Theme = 'light' | 'dark' | 'auto';
@@ -45,6 +46,7 @@ export function renderEmbedPage(
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
+<link rel="icon" href="${ICON}">
 ${styles}
 <script id="embed-config" type="application/json">${jsonForScript(config)}</script>
 <script type="module" src="${assetBase}/${escapeHtml(assets.script)}"></script>

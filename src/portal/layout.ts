@@ -6,6 +6,7 @@
 
 import type { Member } from '../db/portal-members.ts';
 import type { Environment } from '../db/products.ts';
+import { ICON } from '../http/icon.ts';
 import { formatUtc } from '../time-format.ts';
 import { type Html, html } from './html.ts';
 import { can } from './roles.ts';
@@ -65,13 +66,6 @@ ${
 }
 <meta name="htmx-config" content='{"includeIndicatorStyles":false,"historyCacheSize":0,"refreshOnHistoryMiss":true,"responseHandling":[{"code":"204","swap":false},{"code":"...","swap":true}]}'>`;
 }
-
-/**
- * The tab's icon, inline (an SVG data URL, which the CSP's `img-src data:` allows): without one,
- * browsers ask for /favicon.ico at every first load and log its 404.
- */
-export const ICON =
-  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect width='16' height='16' rx='3' fill='%231d4ed8'/%3E%3Cpath d='M4 11l3-4 2 2 3-4' stroke='white' stroke-width='1.6' fill='none'/%3E%3C/svg%3E";
 
 export function errorSummary(errors: readonly string[] | undefined): Html | '' {
   if (!errors?.length) return '';

@@ -9,6 +9,11 @@
  * - No wallet: opened in a tab of its own it says none was found in this browser; in a frame it
  *   offers a new tab.
  * - The position at 360 and 320 px: no number or unit is broken across lines.
+ * - The product card from 320 to 480 px: no percentage (the APYs, the 7-day figure, the fees) is
+ *   broken between its number and its % sign.
+ * - No failed request: the page alone and framed, its error page and the host example page load
+ *   without a 4xx or a console error. The page alone asked for /favicon.ico (a 404) until it named
+ *   its icon inline; the error and host example pages ask for none (their CSP allows no image).
  *
  * Screenshots go to a temporary directory, or to EMBED_WIDGET_SHOTS when set.
  */
@@ -41,6 +46,8 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
   let hostPage: Server;
   let hostUrl: string;
   const products: Record<string, Product> = {};
+  /** Every request the service answered with 4xx or 5xx, as `status path`. */
+  const refused: string[] = [];
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
@@ -65,6 +72,7 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
         totalAssets: 1_234_567_891_234n,
         underlyingApy: '0.071234',
         netApy: '0.061234',
+        netApy7d: '0.061634',
       },
     ]);
     // Launched today: no APY of its own, the launch-day estimate the metrics processor stores.
@@ -91,6 +99,9 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
     app = await buildTestApp({
       db: t.db,
       embed: { assets: builtEmbedAssets(), ratePerMinute: 600 },
+    });
+    app.addHook('onResponse', async (request, reply) => {
+      if (reply.statusCode >= 400) refused.push(`${reply.statusCode} ${request.url}`);
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
@@ -158,6 +169,118 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
     ).toBe('_blank');
     expect(await frame.getByText('No wallet was found in this browser.').count()).toBe(0);
     await tab.context().close();
+  });
+
+  it('the product card from 320 to 480 px: no percentage is broken between number and %', async () => {
+    const page = await open('measured', 480);
+    expect(await page.getByText('Over the last 7 days: 6.16 %').count()).toBe(1);
+    // Every "12.34 %" in the card's text, as a range: the texts of those whose boxes sit on more
+    // than one line.
+    const brokenPercentages = `(() => {
+      const card = document.querySelector('.product');
+      const walker = document.createTreeWalker(card, NodeFilter.SHOW_TEXT);
+      const broken = [];
+      let count = 0;
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.data.matchAll(/-?[0-9][0-9,.]*\\s%/g)) {
+          count++;
+          const range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          if (lines.size !== 1) broken.push(m[0]);
+        }
+      }
+      return { count, broken };
+    })()`;
+    const found: string[] = [];
+    for (let width = 480; width >= 320; width -= 4) {
+      await page.setViewportSize({ width, height: 900 });
+      const { count, broken } = (await page.evaluate(brokenPercentages)) as {
+        count: number;
+        broken: string[];
+      };
+      // 6.12 %, 6.16 % and the three fees: all found at every width.
+      expect(count).toBe(5);
+      found.push(...broken.map((b) => `${b} at ${width} px`));
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(
+        width,
+      );
+    }
+    expect(found).toEqual([]);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('loads with no failed request: alone, framed, its error page and the host example', async () => {
+    /**
+     * Loads `url` in a browser of its own (Chromium remembers a missing icon for the session and
+     * asks no more), waits for the network to be quiet (the browser's icon request included) and
+     * for `ready`; what failed in the browser and what the service refused (4xx, 5xx).
+     */
+    const load = async (url: string, ready: (page: Page) => Promise<void>) => {
+      const fresh = await launchChromium();
+      try {
+        const page = await (
+          await fresh.newContext({ viewport: { width: 360, height: 900 } })
+        ).newPage();
+        const failures: string[] = [];
+        page.on('console', (m) => {
+          if (m.type() === 'error') failures.push(`console: ${m.text()} ${m.location().url}`);
+        });
+        page.on('requestfailed', (r) =>
+          failures.push(`failed: ${r.url()} ${r.failure()?.errorText}`),
+        );
+        page.on('response', (r) => {
+          if (r.status() >= 400) failures.push(`${r.status()}: ${r.url()}`);
+        });
+        refused.length = 0;
+        await page.goto(url, { waitUntil: 'networkidle' });
+        await ready(page);
+        return { failures, refused: [...refused] };
+      } finally {
+        await fresh.close();
+      }
+    };
+    const alone = async (page: Page) => {
+      await page.locator('.product h1').waitFor();
+    };
+    const framedApp = async (page: Page) => {
+      await page.frameLocator('iframe').locator('.product h1').waitFor();
+    };
+
+    // Alone in a tab (the "open in a new tab" fallback), then framed by an allowed host.
+    expect(await load(embedUrl('measured'), alone)).toEqual({ failures: [], refused: [] });
+    const framed = `${hostUrl}/?src=${encodeURIComponent(embedUrl('measured'))}`;
+    expect(await load(framed, framedApp)).toEqual({ failures: [], refused: [] });
+
+    // The error page: its own 404 is the answer, and nothing else fails.
+    const unknown = `/embed/${embedId}/no-such-product`;
+    expect(
+      await load(`${base}${unknown}`, async (page) => {
+        await page.getByText(/This deposit widget is not available/).waitFor();
+      }),
+    ).toEqual({
+      failures: [
+        `404: ${base}${unknown}`,
+        `console: Failed to load resource: the server responded with a status of 404 (Not Found) ${base}${unknown}`,
+      ],
+      refused: [`404 ${unknown}`],
+    });
+
+    // The demo's host example, opened on the service's other loopback name (which it frames from).
+    const settings = createEmbedSettingsRepo(t.db);
+    const partnerId = products.measured!.partnerId;
+    const other = base.replace('127.0.0.1', 'localhost');
+    await settings.setOrigins(partnerId, 'live', [hostUrl, other]);
+    try {
+      expect(await load(`${other}/embed/host-example/${embedId}/measured`, framedApp)).toEqual({
+        failures: [],
+        refused: [],
+      });
+    } finally {
+      await settings.setOrigins(partnerId, 'live', [hostUrl]);
+    }
   });
 
   for (const width of [360, 320]) {

@@ -81,6 +81,7 @@ describe('the API process (#33)', { timeout: 240_000 }, () => {
       DATA_DIR: dir,
       PORT: '0',
       ROLES: 'api',
+      ALLOW_EMBEDDED_DATABASE: 'true', // one role alone on the embedded database, on purpose
       CHAINS_FILE: await deadChainsFile(dir),
     });
     const url = await listening(p);
@@ -131,6 +132,7 @@ describe('the API process (#33)', { timeout: 240_000 }, () => {
       DATA_DIR: dir,
       PORT: '0',
       ROLES: 'api',
+      ALLOW_EMBEDDED_DATABASE: 'true', // one role alone on the embedded database, on purpose
       CHAINS_FILE: await deadChainsFile(dir),
       SHUTDOWN_TIMEOUT_MS: '60000',
     });
@@ -170,6 +172,7 @@ describe('the API process (#33)', { timeout: 240_000 }, () => {
     const p = spawnCli(['start'], {
       DATA_DIR: dir,
       ROLES: 'worker',
+      ALLOW_EMBEDDED_DATABASE: 'true', // one role alone on the embedded database, on purpose
       CHAINS_FILE: chainsFile,
       SHUTDOWN_TIMEOUT_MS: '10000',
     });

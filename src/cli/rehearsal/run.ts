@@ -385,6 +385,9 @@ export async function runRehearsal(
       ROLES: 'worker',
       DATA_DIR: dataDir,
       CHAINS_FILE: chainsFile,
+      // A public chain's id and the worker alone: a live-looking setup, on a temporary embedded
+      // database on purpose (start refuses it otherwise; src/main.ts).
+      ALLOW_EMBEDDED_DATABASE: 'true',
       MASTER_KEY: randomBytes(32).toString('hex'),
       CHAIN_POLL_INTERVAL_MS: String(Math.max(100, blockMs)),
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',

@@ -669,7 +669,7 @@ function DepositFlow(props: FlowProps) {
           : tooMuch
             ? `Your wallet holds only ${displayUnits(position.walletAssets, p.asset_decimals, 6)} ${p.asset_symbol}.`
             : preview !== undefined
-              ? `You receive ${formatUnits(preview, p.share_decimals)} shares (preview from the product contract).`
+              ? `You receive ${displayUnits(preview, p.share_decimals, 6)} shares (preview from the product contract).`
               : `Available: ${displayUnits(position.walletAssets, p.asset_decimals, 6)} ${p.asset_symbol}`}
       </p>
       <button type="submit" class="primary wide" disabled={busy || !parsed.ok || tooMuch}>

@@ -468,6 +468,10 @@ describe.skipIf(skip)('the embed in Chromium', () => {
       'the preview',
     );
     const preview = BigInt(previewText!);
+    // Shown to 6 places like the position's shares (an engine's shares have 12 or 18).
+    expect(await frame.locator('#deposit-help').textContent()).toMatch(
+      /^You receive [\d,]+(\.\d{1,6})? shares \(preview from the product contract\)\.$/,
+    );
     await embed.getByRole('button', { name: /^deposit$/i }).click();
     const confirmed = await waitForEvent(page, 'deposit_confirmed');
     const sent = wallet.sent().slice(1);

@@ -10,14 +10,21 @@ import { createSignInTokensRepo, SIGN_IN_LINK_TTL_MS } from '../db/portal-sign-i
 import { OPERATOR } from '../operations/actor.ts';
 import { inviteMember as inviteAs } from '../operations/team.ts';
 import type { Mailer } from './mailer.ts';
+import { returnQuery } from './return-path.ts';
 
-export function signInUrl(publicUrl: string, token: string): string {
-  return `${publicUrl}/sign-in/link?token=${token}`;
+/** `returnTo`: a path checked by return-path.ts, where the sign-in lands (the link page checks it again). */
+export function signInUrl(publicUrl: string, token: string, returnTo?: string): string {
+  return `${publicUrl}/sign-in/link?token=${token}${returnQuery(returnTo, '&')}`;
 }
 
-export async function issueSignInUrl(db: Database, publicUrl: string, memberId: string) {
+export async function issueSignInUrl(
+  db: Database,
+  publicUrl: string,
+  memberId: string,
+  returnTo?: string,
+) {
   const token = await createSignInTokensRepo(db).issue(memberId);
-  return signInUrl(publicUrl, token);
+  return signInUrl(publicUrl, token, returnTo);
 }
 
 /**
@@ -32,15 +39,19 @@ export function inviteMember(
   return inviteAs(db, OPERATOR, input);
 }
 
-/** Mails a member a fresh sign-in link (an invitation names who invited them). */
+/**
+ * Mails a member a fresh sign-in link (an invitation names who invited them; `returnTo`, a checked
+ * return path, is where the link's sign-in lands).
+ */
 export async function mailSignInLink(
   db: Database,
   mailer: Mailer,
   publicUrl: string,
   member: Member,
-  invitedBy?: Member,
+  options: { invitedBy?: Member | undefined; returnTo?: string | undefined } = {},
 ): Promise<void> {
-  const url = await issueSignInUrl(db, publicUrl, member.id);
+  const { invitedBy, returnTo } = options;
+  const url = await issueSignInUrl(db, publicUrl, member.id, returnTo);
   const minutes = SIGN_IN_LINK_TTL_MS / 60_000;
   const intro = invitedBy
     ? `${invitedBy.email} invited you to ${member.partnerName}'s team on the partner portal, as ${member.role}.`

@@ -14,6 +14,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPartnersRepo, type Partner } from '../../src/db/partners.ts';
 import type { MemberRole } from '../../src/db/portal-members.ts';
+import { createPortalPasskeysRepo } from '../../src/db/portal-passkeys.ts';
+import { hashSessionId } from '../../src/db/portal-sessions.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
 import type { buildApp } from '../../src/server/app.ts';
@@ -252,6 +254,19 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('cell', { name: 'Work laptop', exact: true }).waitFor();
     await check(page, 'account-passkey');
 
+    // A second passkey from the same authenticator: the browser refuses it (the member's passkey is
+    // in excludeCredentials) and the page says so in words, not WebAuthn's.
+    await page.getByLabel('Name of the new passkey').fill('Work laptop again');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'This device already holds a passkey for your account' })
+      .waitFor();
+    expect(await page.locator('#passkey-status').textContent()).toBe(
+      'This device already holds a passkey for your account, so it cannot add another; use another device or remove the old passkey first.',
+    );
+    expect(await page.getByRole('button', { name: 'Add a passkey' }).isEnabled()).toBe(true);
+
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
@@ -266,13 +281,61 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
       { action: 'member.signed_in', target: 'by passkey' },
     ]);
 
-    // A lost device: its passkey removed (the session is minutes old, fresh enough), it no longer
-    // signs in, although the authenticator still holds the credential.
+    // The list on the narrowest phone the portal supports (360 px): its dates wrap, nothing scrolls
+    // sideways. Two passkeys, both used, with a long name: every date cell has a date in it.
+    const pia = (
+      await t.db.query<{ id: string }>(`SELECT id FROM portal_members WHERE email = $1`, [
+        'pia@acme.example',
+      ])
+    ).rows[0]!.id;
+    await createPortalPasskeysRepo(t.db).add({
+      id: 'cred-second-device',
+      memberId: pia,
+      publicKey: new Uint8Array(77),
+      counter: 0,
+      transports: ['usb'],
+      name: 'YubiKey 5C NFC (desk drawer, office)',
+    });
+    await createPortalPasskeysRepo(t.db).markUsed('cred-second-device', 1);
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page
+      .getByRole('navigation', { name: 'Sections' })
+      .getByRole('link', { name: 'Your account' })
+      .click();
+    await page.getByText('YubiKey 5C NFC (desk drawer, office)', { exact: true }).waitFor();
+    const widths = (await page.evaluate(`(() => {
+      const cells = [...document.querySelectorAll('#passkeys-heading ~ table td')];
+      return {
+        scrollWidth: document.documentElement.scrollWidth,
+        cells: cells.filter((c) => c.scrollWidth > c.clientWidth).map((c) => c.textContent),
+      };
+    })()`)) as { scrollWidth: number; cells: string[] };
+    expect(widths).toEqual({ scrollWidth: expect.any(Number), cells: [] });
+    expect(widths.scrollWidth).toBeLessThanOrEqual(360);
+    await createPortalPasskeysRepo(t.db).remove(pia, 'cred-second-device');
+    await page.setViewportSize({ width: 1200, height: 760 });
+
+    // A lost device: its passkey removed, it no longer signs in, although the authenticator still
+    // holds the credential. The session is made older than the 10 minutes that removing allows:
+    // signing in again (here with the passkey) returns to the removal page, not the keys page.
+    const session = (await page.context().cookies()).find((c) => c.name === 'portal_session')!;
+    await t.db.query(
+      `UPDATE portal_sessions SET created_at = now() - interval '11 minutes' WHERE id_hash = $1`,
+      [hashSessionId(session.value)],
+    );
     await page
       .getByRole('navigation', { name: 'Sections' })
       .getByRole('link', { name: 'Your account' })
       .click();
     await page.getByRole('link', { name: 'Remove Work laptop' }).click();
+    await page.getByText('Removing a passkey needs a fresh sign-in').waitFor();
+    await page.getByRole('link', { name: 'Sign in again' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await page.getByRole('heading', { name: 'Remove a passkey', level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toMatch(
+      /^\/portal\/live\/account\/passkeys\/[^/]+\/remove$/,
+    );
     await page.getByRole('button', { name: 'Remove passkey' }).click();
     await page.getByText('Passkey removed. It can no longer sign in.').waitFor();
     await page.getByText('No passkeys yet').waitFor();
@@ -285,7 +348,10 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
       `SELECT action, target FROM portal_audit_log WHERE actor = 'pia@acme.example'
        ORDER BY created_at, id OFFSET 3`,
     );
-    expect(after).toEqual([{ action: 'passkey.removed', target: 'Work laptop' }]);
+    expect(after).toEqual([
+      { action: 'member.signed_in', target: 'by passkey' },
+      { action: 'passkey.removed', target: 'Work laptop' },
+    ]);
   });
 
   it('keeps no copy of a new key in the tab: not on Back, not in storage, not after sign-out', async () => {

@@ -83,7 +83,7 @@ export async function portalHarness(
       .sort()
       .map((f) => readFileSync(path.join(outbox, f), 'utf8'))
       .filter((m) => m.includes(`To: ${email}\r\n`))
-      .map((m) => /https?:\/\/\S+\/sign-in\/link\?token=[\w-]+/.exec(m)?.[0])
+      .map((m) => /https?:\/\/\S+\/sign-in\/link\?token=[\w-]+(&return_to=[\w%.~-]+)?/.exec(m)?.[0])
       .filter((l): l is string => !!l);
   const harness: Harness = {
     t,
@@ -225,7 +225,12 @@ export class Client {
     const confirm = await this.get(url);
     if (confirm.status !== 200) return confirm;
     const token = new URL(url).searchParams.get('token')!;
-    const signedIn = await this.post('/portal/sign-in/link', { token });
+    // The form's fields as a browser sends them: the token, and the return path if it has one.
+    const back = /name="return_to" value="([^"]*)"/.exec(confirm.body)?.[1];
+    const signedIn = await this.post('/portal/sign-in/link', {
+      token,
+      ...(back === undefined ? {} : { return_to: unescapeHtml(back) }),
+    });
     // As a browser does, on request: follow to the first page, whose forms carry a token of the
     // new session (tokens are bound to the session they were shown in).
     if (options.follow === true && signedIn.status === 303 && signedIn.location) {
@@ -241,6 +246,16 @@ export class Client {
   get base(): string {
     return new URL(this.publicUrl).pathname;
   }
+}
+
+/** An attribute's value as the browser reads it. */
+export function unescapeHtml(value: string): string {
+  return value
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&');
 }
 
 /** The text of a page without tags, for assertions on what a member reads. */

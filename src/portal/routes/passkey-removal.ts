@@ -2,6 +2,7 @@
  * Removing a passkey, behind a fresh sign-in: a session that began more than REAUTH_WINDOW_MS ago
  * (10 minutes) is asked to sign in again first, as GitHub's sudo mode asks — a session left open on
  * a shared or stolen machine cannot take away the owner's way back in, or quietly keep its own.
+ * That sign-in carries this page's path (return-path.ts) and lands back here.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Member } from '../../db/portal-members.ts';
@@ -20,6 +21,7 @@ import {
 } from '../context.ts';
 import { html } from '../html.ts';
 import { page } from '../layout.ts';
+import { returnQuery } from '../return-path.ts';
 
 export function passkeyRemovalRoutes(ctx: PortalContext): FastifyPluginAsync {
   return async (app) => {
@@ -45,8 +47,8 @@ export function passkeyRemovalRoutes(ctx: PortalContext): FastifyPluginAsync {
         member,
         env: env as 'live' | 'test',
         section: 'account',
-        body: html`<div class="panel"><p>Removing a passkey needs a fresh sign-in: you signed in more than ${REAUTH_WINDOW_MS / 60_000} minutes ago. Sign in again, with an email link or another passkey, then remove <strong>${passkey.name}</strong> within ${REAUTH_WINDOW_MS / 60_000} minutes.</p>
-<p class="buttons"><a class="button" href="${base()}/sign-in">Sign in again</a><a href="${base()}/${env}/account">Cancel</a></p></div>`,
+        body: html`<div class="panel"><p>Removing a passkey needs a fresh sign-in: you signed in more than ${REAUTH_WINDOW_MS / 60_000} minutes ago. Sign in again, with an email link or another passkey: you come back to this page, and can then remove <strong>${passkey.name}</strong> within ${REAUTH_WINDOW_MS / 60_000} minutes.</p>
+<p class="buttons"><a class="button" href="${base()}/sign-in${returnQuery(`${base()}/${env}/account/passkeys/${encodeURIComponent(passkey.id)}/remove`)}">Sign in again</a><a href="${base()}/${env}/account">Cancel</a></p></div>`,
       });
     }
 

@@ -15,6 +15,7 @@ import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simp
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
 import { type PortalContext, PortalError, sessionOf } from '../context.ts';
+import { returnPath } from '../return-path.ts';
 import { startSession } from './sign-in.ts';
 
 const CHALLENGE_COOKIE = 'portal_webauthn';
@@ -167,7 +168,7 @@ export function passkeyRoutes(
       },
     );
 
-    app.post<{ Body: { response?: AuthenticationResponseJSON } }>(
+    app.post<{ Body: { response?: AuthenticationResponseJSON; return_to?: unknown } }>(
       '/passkeys/sign-in',
       { config: { portalPublic: true, portalJson: true, rateLimit } },
       async (request, reply) => {
@@ -205,7 +206,11 @@ export function passkeyRoutes(
         if (!verified.verified) throw fail(401, 'The passkey could not be verified.');
         await ctx.passkeys.markUsed(passkey.id, verified.authenticationInfo.newCounter);
         await startSession(ctx, request, reply, member, 'passkey');
-        return { success: true, redirect: `${ctx.base()}/live/keys` };
+        const base = ctx.base();
+        return {
+          success: true,
+          redirect: returnPath(request.body?.return_to, base, `${base}/live/keys`),
+        };
       },
     );
   };

@@ -10,6 +10,7 @@ import type { LinkRefusal } from '../../db/portal-sign-in-tokens.ts';
 import { type PortalContext, PortalError, SESSION_COOKIE, seeOther, sendPage } from '../context.ts';
 import { html } from '../html.ts';
 import { barePage } from '../layout.ts';
+import { returnPath, returnQuery } from '../return-path.ts';
 import { mailSignInLink } from '../sign-in-links.ts';
 
 export function sessionCookieOptions(ctx: PortalContext) {
@@ -45,9 +46,19 @@ export async function startSession(
 export function signInPage(
   ctx: PortalContext,
   csrf: string,
-  opts: { email?: string; errors?: string[]; notice?: string | undefined } = {},
+  opts: {
+    email?: string;
+    errors?: string[];
+    notice?: string | undefined;
+    /** A checked return path (return-path.ts): where the sign-in lands, when not the default. */
+    returnTo?: string | undefined;
+  } = {},
 ) {
   const base = ctx.base();
+  const back = opts.returnTo
+    ? html`
+  <input type="hidden" name="return_to" value="${opts.returnTo}">`
+    : '';
   const invalid = opts.errors?.length
     ? html` aria-invalid="true" aria-describedby="email-error"`
     : '';
@@ -58,7 +69,7 @@ export function signInPage(
     errors: opts.errors,
     body: html`${opts.notice ? html`<div class="notice" role="status">${opts.notice}</div>` : ''}<p>We will email you a link that signs you in. It works once, for 15 minutes.</p>
 <form method="post" action="${base}/sign-in" novalidate>
-  <input type="hidden" name="_csrf" value="${csrf}">
+  <input type="hidden" name="_csrf" value="${csrf}">${back}
   <div class="field">
     <label for="email">Work email</label>
     ${opts.errors?.length ? html`<p class="hint" id="email-error">${opts.errors[0]}</p>` : ''}
@@ -67,7 +78,7 @@ export function signInPage(
   <button type="submit">Email me a sign-in link</button>
 </form>
 <div class="divider">or</div>
-<div id="passkey-sign-in" data-options="${base}/passkeys/sign-in/options" data-verify="${base}/passkeys/sign-in" data-csrf="${csrf}">
+<div id="passkey-sign-in" data-options="${base}/passkeys/sign-in/options" data-verify="${base}/passkeys/sign-in" data-csrf="${csrf}"${opts.returnTo ? html` data-return="${opts.returnTo}"` : ''}>
   <button type="button" class="secondary" data-passkey-sign-in>Sign in with a passkey</button>
   <p class="hint" id="passkey-status" role="status"></p>
 </div>`,
@@ -81,8 +92,13 @@ export function signInRoutes(
   const rateLimit = { max: limit.max, timeWindow: limit.windowMs };
   return async (app) => {
     const base = ctx.base;
+    /** A checked return path, or undefined for the default landing page. */
+    const returnTo = (raw: unknown): string | undefined => {
+      const path = returnPath(raw, base(), '');
+      return path === '' ? undefined : path;
+    };
 
-    app.get<{ Querystring: { signed_out?: string } }>(
+    app.get<{ Querystring: { signed_out?: string; return_to?: string } }>(
       '/sign-in',
       { config: { portalPublic: true } },
       async (request, reply) =>
@@ -90,22 +106,25 @@ export function signInRoutes(
           reply,
           signInPage(ctx, reply.generateCsrf(), {
             notice: signedOutNotice(request.query.signed_out),
+            returnTo: returnTo(request.query.return_to),
           }),
         ),
     );
 
-    app.post<{ Body: { email?: unknown } }>(
+    app.post<{ Body: { email?: unknown; return_to?: unknown } }>(
       '/sign-in',
       { config: { portalPublic: true, rateLimit } },
       async (request, reply) => {
         const given = typeof request.body?.email === 'string' ? request.body.email : '';
         const email = normaliseEmail(given);
+        const back = returnTo(request.body?.return_to);
         if (!email) {
           return sendPage(
             reply,
             signInPage(ctx, reply.generateCsrf(), {
               email: given.slice(0, 254),
               errors: ['Enter your work email address, like name@example.com.'],
+              returnTo: back,
             }),
             400,
           );
@@ -113,25 +132,26 @@ export function signInRoutes(
         const member = await ctx.members.findActiveByEmail(email);
         // An invitation that expired signs nobody in: no link (the page says the same either way).
         if (member && invitationState(member) !== 'expired')
-          await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), member);
+          await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), member, { returnTo: back });
         return sendPage(
           reply,
           barePage({
             base: base(),
             title: 'Check your email',
             body: html`<p>If <strong>${email}</strong> belongs to a member of a partner team, a sign-in link is on its way. It works once, for 15 minutes.</p>
-<p><a href="${base()}/sign-in">Use another address</a></p>`,
+<p><a href="${base()}/sign-in${returnQuery(back)}">Use another address</a></p>`,
           }),
         );
       },
     );
 
-    app.get<{ Querystring: { token?: string } }>(
+    app.get<{ Querystring: { token?: string; return_to?: string } }>(
       '/sign-in/link',
       { config: { portalPublic: true, rateLimit } },
       async (request, reply) => {
         const token = typeof request.query.token === 'string' ? request.query.token : '';
         if (!(await ctx.tokens.isUsable(token))) throw linkRefused(await ctx.tokens.refusal(token));
+        const back = returnTo(request.query.return_to);
         return sendPage(
           reply,
           barePage({
@@ -140,7 +160,12 @@ export function signInRoutes(
             body: html`<p>This one-time link signs you in on this browser.</p>
 <form method="post" action="${base()}/sign-in/link">
   <input type="hidden" name="_csrf" value="${reply.generateCsrf()}">
-  <input type="hidden" name="token" value="${token}">
+  <input type="hidden" name="token" value="${token}">${
+    back
+      ? html`
+  <input type="hidden" name="return_to" value="${back}">`
+      : ''
+  }
   <button type="submit">Continue</button>
 </form>`,
           }),
@@ -148,7 +173,7 @@ export function signInRoutes(
       },
     );
 
-    app.post<{ Body: { token?: unknown } }>(
+    app.post<{ Body: { token?: unknown; return_to?: unknown } }>(
       '/sign-in/link',
       { config: { portalPublic: true, rateLimit } },
       async (request, reply) => {
@@ -158,7 +183,7 @@ export function signInRoutes(
         const member = await ctx.members.get(used.memberId);
         if (!member) throw linkRefused();
         await startSession(ctx, request, reply, member, 'link');
-        return seeOther(reply, `${base()}/live/keys`);
+        return seeOther(reply, returnPath(request.body?.return_to, base(), `${base()}/live/keys`));
       },
     );
 

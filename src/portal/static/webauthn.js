@@ -23,10 +23,21 @@
     return json;
   }
 
+  // SimpleWebAuthn's WebAuthnError carries a code for what the browser reported; the codes are
+  // stable, their messages are not (and speak to developers), so the page reads the code.
+  const CODE_WORDS = {
+    // The authenticator already holds one of this member's passkeys (excludeCredentials).
+    ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED:
+      'This device already holds a passkey for your account, so it cannot add another; use another device or remove the old passkey first.',
+  };
+
   const words = (err) =>
-    err?.name === 'NotAllowedError'
+    (typeof err?.code === 'string' &&
+      Object.hasOwn(CODE_WORDS, err.code) &&
+      CODE_WORDS[err.code]) ||
+    (err?.name === 'NotAllowedError'
       ? 'Cancelled, or no passkey was available. Try again, or use an email link.'
-      : err?.message || 'Something went wrong. Try again.';
+      : err?.message || 'Something went wrong. Try again.');
 
   document.addEventListener('click', async (event) => {
     const target = event.target instanceof Element ? event.target : null;
@@ -62,7 +73,12 @@
       try {
         const optionsJSON = await post(box.dataset.options, box.dataset.csrf);
         const response = await startAuthentication({ optionsJSON });
-        const done = await post(box.dataset.verify, box.dataset.csrf, { response });
+        // Where the server sends us next: the page that asked for this sign-in (a checked path
+        // of the portal's, return-path.ts), else the keys page.
+        const done = await post(box.dataset.verify, box.dataset.csrf, {
+          response,
+          return_to: box.dataset.return || undefined,
+        });
         window.location.assign(done.redirect);
       } catch (err) {
         status(words(err));

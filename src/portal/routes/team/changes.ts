@@ -127,7 +127,7 @@ export function teamChangeRoutes(ctx: PortalContext): FastifyPluginAsync {
         }
         if (!renewed)
           throw new PortalError(404, 'Member not found', 'The invitation was cancelled meanwhile.');
-        await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), renewed, member);
+        await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), renewed, { invitedBy: member });
         return seeOther(reply, `${teamOf(env)}?resent=${encodeURIComponent(other.email)}`);
       },
     );

@@ -79,7 +79,7 @@ export function teamPageRoutes(ctx: PortalContext): FastifyPluginAsync {
           }
           throw err;
         }
-        await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), invited, member);
+        await mailSignInLink(ctx.db, ctx.mailer, ctx.publicUrl(), invited, { invitedBy: member });
         return seeOther(reply, `${base()}/${env}/team?invited=${encodeURIComponent(email)}`);
       },
     );

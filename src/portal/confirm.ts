@@ -16,13 +16,18 @@ export function confirmView(o: {
   button: string;
   /** Cannot be undone: a red button. */
   danger?: boolean | undefined;
-  /** Where Cancel goes. */
+  /** Where the way back goes. */
   cancel: string;
+  /**
+   * The way back's words ("Cancel" unless said): another, where the change itself is a
+   * cancellation ("Keep invitation" beside "Cancel invitation"), so the two never read alike.
+   */
+  cancelLabel?: string | undefined;
 }): Html {
   return html`<form method="post" action="${o.action}" class="panel confirm">
   <input type="hidden" name="_csrf" value="${o.csrf}">
   <div class="question">${o.question}</div>
   ${o.fields ?? ''}
-  <div class="buttons"><button type="submit"${o.danger ? html` class="danger"` : ''}>${o.button}</button><a href="${o.cancel}">Cancel</a></div>
+  <div class="buttons"><button type="submit"${o.danger ? html` class="danger"` : ''}>${o.button}</button><a href="${o.cancel}">${o.cancelLabel ?? 'Cancel'}</a></div>
 </form>`;
 }

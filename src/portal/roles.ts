@@ -53,6 +53,19 @@ export const PERMISSIONS: Record<MemberRole, readonly Permission[]> = {
   viewer: ['keys.view', 'team.view'],
 };
 
+/**
+ * Each role in a sentence, as the team page describes it (the invitation's role choices and the
+ * table of roles). Written from PERMISSIONS above: change both together.
+ */
+export const ROLE_SUMMARY: Record<MemberRole, string> = {
+  owner: 'Everything an admin may do, and invites or removes owners.',
+  admin:
+    'Manages keys, webhooks and embed settings in both environments, invites and removes members other than owners, and reads the audit log.',
+  developer:
+    'Manages test keys, test webhooks and test embed settings; sees live keys and the team.',
+  viewer: 'Sees the keys and the team; changes nothing.',
+};
+
 export function can(role: MemberRole, permission: Permission): boolean {
   return PERMISSIONS[role].includes(permission);
 }

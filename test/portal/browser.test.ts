@@ -13,10 +13,11 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPartnersRepo, type Partner } from '../../src/db/partners.ts';
-import type { MemberRole } from '../../src/db/portal-members.ts';
+import { MEMBER_ROLES, type MemberRole } from '../../src/db/portal-members.ts';
 import { createPortalPasskeysRepo } from '../../src/db/portal-passkeys.ts';
 import { hashSessionId } from '../../src/db/portal-sessions.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
+import { ROLE_SUMMARY } from '../../src/portal/roles.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
 import type { buildApp } from '../../src/server/app.ts';
 import { buildTestApp } from '../helpers/builders.ts';
@@ -170,7 +171,30 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
       .click();
     await page.getByRole('heading', { name: 'Invite a member' }).waitFor();
     await page.getByLabel('Email').fill('dev@acme.example');
-    await page.getByLabel('Role').selectOption('developer');
+    // Each role a radio whose accessible description is its summary (roles.ts), as Chromium's
+    // accessibility tree gives it to a screen reader.
+    const cdp = await page.context().newCDPSession(page);
+    const { root } = await cdp.send('DOM.getDocument');
+    for (const role of MEMBER_ROLES) {
+      const { nodeId } = await cdp.send('DOM.querySelector', {
+        nodeId: root.nodeId,
+        selector: `#invite-role-${role}`,
+      });
+      const { nodes } = await cdp.send('Accessibility.getPartialAXTree', {
+        nodeId,
+        fetchRelatives: false,
+      });
+      expect(
+        {
+          role: nodes[0]?.role?.value,
+          name: nodes[0]?.name?.value,
+          description: nodes[0]?.description?.value,
+        },
+        role,
+      ).toEqual({ role: 'radio', name: role, description: ROLE_SUMMARY[role] });
+    }
+    await cdp.detach();
+    await page.getByRole('radio', { name: 'developer' }).check();
     await page.getByRole('button', { name: 'Send invitation' }).click();
     await page.getByText('Invitation sent to dev@acme.example.').waitFor();
     await check(page, 'team');
@@ -182,7 +206,10 @@ describe.skipIf(missing)('portal in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('link', { name: 'Cancel the invitation of dev@acme.example' }).click();
     await page.getByRole('heading', { name: 'Cancel an invitation' }).waitFor();
     await check(page, 'team-remove');
-    await page.getByRole('link', { name: 'Cancel', exact: true }).click();
+    // Beside "Cancel invitation", the way back says what it does: it keeps the invitation.
+    expect(await page.getByRole('link', { name: 'Cancel', exact: true }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Keep invitation', exact: true }).click();
+    await page.getByRole('link', { name: 'Cancel the invitation of dev@acme.example' }).waitFor();
     await page
       .getByRole('navigation', { name: 'Sections' })
       .getByRole('link', { name: 'Audit log' })

@@ -7,6 +7,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MEMBER_ROLES } from '../../src/db/portal-members.ts';
+import { ROLE_SUMMARY } from '../../src/portal/roles.ts';
 import { type Harness, portalHarness, text } from './harness.ts';
 
 let h: Harness;
@@ -108,6 +110,11 @@ describe('invitations', () => {
     const id = await idOf('never@example.com');
     const confirm = await admin.get(`/portal/live/team/${id}/cancel`);
     expect(text(confirm.body)).toContain('Cancel the invitation of never@example.com');
+    // Two different words side by side: the change, and the way back (not a second "Cancel").
+    const buttons = /<div class="buttons">(.*?)<\/div>/s.exec(confirm.body)?.[1] ?? '';
+    expect(buttons).toContain('<button type="submit" class="danger">Cancel invitation</button>');
+    expect(buttons).toContain('<a href="/portal/live/team">Keep invitation</a>');
+    expect(text(buttons)).not.toMatch(/\bCancel\b(?! invitation)/);
     const done = await admin.post(`/portal/live/team/${id}/cancel`);
     expect(done.location).toBe('/portal/live/team?cancelled=never%40example.com');
     expect(await rowOf(admin, 'never@example.com')).toBe('');
@@ -129,5 +136,33 @@ describe('invitations', () => {
     const bossId = await idOf('boss@example.com');
     await admin.get('/portal/live/team');
     expect((await admin.post(`/portal/live/team/${bossId}/cancel`)).status).toBe(403);
+  });
+});
+
+describe('the invitation form', () => {
+  it('describes each role it offers with the role’s summary from roles.ts', async () => {
+    const owner = await h.signedIn('roles-owner@example.com', 'owner');
+    const page = (await owner.get('/portal/live/team')).body;
+    const radios = [
+      ...page.matchAll(/<input type="radio" id="([^"]+)" name="role" value="(\w+)"[^>]*>/g),
+    ];
+    // An owner may invite every role: one radio each, in the order of MEMBER_ROLES.
+    expect(radios.map((m) => m[2])).toEqual([...MEMBER_ROLES]);
+    for (const [input, id, role] of radios) {
+      const describedBy = /aria-describedby="([^"]+)"/.exec(input!)?.[1];
+      expect(describedBy, role).toBe(`${id}-desc`);
+      const description = new RegExp(`<p class="hint" id="${describedBy}">([^<]*)</p>`).exec(page);
+      expect(description?.[1], role).toBe(ROLE_SUMMARY[role as keyof typeof ROLE_SUMMARY]);
+      expect(page, role).toContain(`<label for="${id}">${role}</label>`);
+    }
+    expect(page).toMatch(/<fieldset class="field role-choices">\s*<legend>Role<\/legend>/);
+    // The developer role is the one chosen unless said.
+    expect(radios.find((m) => m[2] === 'developer')![0]).toContain(' checked ');
+    // An admin is offered no owner.
+    const admin = await h.signedIn('roles-admin@example.com', 'admin');
+    const offered = [
+      ...(await admin.get('/portal/live/team')).body.matchAll(/name="role" value="(\w+)"/g),
+    ].map((m) => m[1]);
+    expect(offered).toEqual(MEMBER_ROLES.filter((r) => r !== 'owner'));
   });
 });

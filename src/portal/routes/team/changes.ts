@@ -72,6 +72,7 @@ export function teamChangeRoutes(ctx: PortalContext): FastifyPluginAsync {
             button: kind === 'remove' ? 'Remove member' : 'Cancel invitation',
             danger: true,
             cancel: teamOf(env),
+            cancelLabel: kind === 'cancel' ? 'Keep invitation' : undefined,
           });
           return sendPage(
             reply,

@@ -4,21 +4,13 @@ import {
   invitationState,
   MEMBER_ROLES,
   type Member,
-  type MemberRole,
 } from '../../../db/portal-members.ts';
 import type { Environment } from '../../../db/products.ts';
 import { permits } from '../../access.ts';
 import { type PortalContext, PortalError } from '../../context.ts';
 import { html } from '../../html.ts';
 import { page, time } from '../../layout.ts';
-import { canManageRole } from '../../roles.ts';
-
-const ROLE_HINT: Record<MemberRole, string> = {
-  owner: 'everything, including owners',
-  admin: 'keys in both environments, the team, the audit log',
-  developer: 'test keys; sees live keys',
-  viewer: 'sees keys and the team',
-};
+import { canManageRole, ROLE_SUMMARY } from '../../roles.ts';
 
 const STATE_LABEL: Record<InvitationState, string> = {
   active: 'Active',
@@ -113,13 +105,15 @@ ${
       <label for="invite-email">Email</label>
       <input type="email" id="invite-email" name="email" required value="${extra.email ?? ''}"${invalid}>
     </div>
-    <div class="field">
-      <label for="invite-role">Role</label>
-      <select id="invite-role" name="role">${roles.map(
-        (r) =>
-          html`<option value="${r}" ${r === (extra.role ?? 'developer') ? 'selected' : ''}>${r} — ${ROLE_HINT[r]}</option>`,
-      )}</select>
-    </div>
+    <fieldset class="field role-choices">
+      <legend>Role</legend>
+      ${roles.map(
+        (r) => html`<div class="role-choice">
+        <div class="radio"><input type="radio" id="invite-role-${r}" name="role" value="${r}" ${r === (extra.role ?? 'developer') ? 'checked' : ''} aria-describedby="invite-role-${r}-desc"><label for="invite-role-${r}">${r}</label></div>
+        <p class="hint" id="invite-role-${r}-desc">${ROLE_SUMMARY[r]}</p>
+      </div>`,
+      )}
+    </fieldset>
     <div class="field"><button type="submit">Send invitation</button></div>
   </form>
   <p class="hint">They get an email with a one-time sign-in link (15 minutes); the invitation itself lasts 7 days, during which they can ask the sign-in page for a new link. Not accepted by then, it expires: resend it, or cancel it.</p>
@@ -136,7 +130,7 @@ ${
 <table class="stack">
   <caption class="visually-hidden">What each role may do</caption>
   <thead><tr><th scope="col">Role</th><th scope="col">May</th></tr></thead>
-  <tbody>${MEMBER_ROLES.map((r) => html`<tr><td data-label="Role">${r}</td><td data-label="May">${ROLE_HINT[r]}</td></tr>`)}</tbody>
+  <tbody>${MEMBER_ROLES.map((r) => html`<tr><td data-label="Role">${r}</td><td data-label="May">${ROLE_SUMMARY[r]}</td></tr>`)}</tbody>
 </table>`,
   });
 }

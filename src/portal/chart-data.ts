@@ -1,5 +1,6 @@
 /**
- * The product page's chart data, as it travels in the page: compact and exact.
+ * The product page's chart data, as it travels in the page: compact and exact; and each chart's
+ * change in a sentence, its text alternative (trendSentence, at the end).
  *
  * A year of the API's apy-history and fee-stats as decimal strings with their field names was
  * 16.6 KB of the page compressed. Here the same figures are integers instead: APYs in millionths
@@ -200,4 +201,47 @@ export function decodeChartData(c: CompactChartData): ChartData {
       cumulative_service_fee_earned: sums(c.fees.cs, c.fees.ds).map(units),
     },
   };
+}
+
+/**
+ * A chart's change over its window in one sentence, for its text alternative: "TVL rose from X to Y
+ * over the last 30 days", "fell", or "stayed at X". First and last figures are compared exactly
+ * (`exact`: the figure as an integer, base units or millionths; never a float); where the window
+ * went lower or higher than both ends, the sentence also gives its lowest and highest figures. The
+ * days are those the figures cover, first date to last, both counted.
+ */
+export function trendSentence<T>(o: {
+  label: string;
+  dates: readonly string[];
+  values: readonly T[];
+  exact: (v: T) => bigint;
+  format: (v: T) => string;
+}): string {
+  const { label, values, format } = o;
+  if (values.length === 0) return `${label}: no figures in this period.`;
+  const last = values.length - 1;
+  if (last === 0) return `${label} was ${format(values[0]!)} on ${o.dates[0]}.`;
+  const n = dayNumber(o.dates[last]!) - dayNumber(o.dates[0]!) + 1;
+  const over = `over the last ${n} ${n === 1 ? 'day' : 'days'}`;
+  const exact = values.map(o.exact);
+  const first = exact[0]!;
+  const end = exact[last]!;
+  let low = 0;
+  let high = 0;
+  exact.forEach((v, i) => {
+    if (v < exact[low]!) low = i;
+    if (v > exact[high]!) high = i;
+  });
+  // Bigints: below both ends is below the lower one (Math.min takes no bigint).
+  const lowest = exact[low]!;
+  const highest = exact[high]!;
+  const inside = (lowest < first && lowest < end) || (highest > first && highest > end);
+  const range = inside ? `, ranging from ${format(values[low]!)} to ${format(values[high]!)}` : '';
+  const [from, to] = [format(values[0]!), format(values[last]!)];
+  if (first === end) return `${label} stayed at ${from} ${over}${range}.`;
+  const moved = end > first ? 'rose' : 'fell';
+  // Shown to 2 places, a change smaller than that would read "from X to X".
+  if (from === to)
+    return `${label} ${moved} slightly ${over}, staying at ${from} to 2 places${range}.`;
+  return `${label} ${moved} from ${from} to ${to} ${over}${range}.`;
 }

@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { SnapshotView } from '../../src/db/snapshot-reads.ts';
-import { formatUnits } from '../../src/money/index.ts';
-import { decodeChartData, encodeChartData } from '../../src/portal/chart-data.ts';
+import { formatUnits, toBaseUnits } from '../../src/money/index.ts';
+import { decodeChartData, encodeChartData, trendSentence } from '../../src/portal/chart-data.ts';
+import { money, percent } from '../../src/portal/format.ts';
 
 function row(
   date: string,
@@ -103,5 +104,71 @@ describe('compact chart data', () => {
       fees: [],
     });
     expect(decodeChartData(empty).apy_history.date).toEqual([]);
+  });
+});
+
+describe('a chart in a sentence', () => {
+  const days = (n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      new Date(Date.UTC(2026, 2, 1 + i)).toISOString().slice(0, 10),
+    );
+  const tvl = (values: bigint[], dates = days(values.length)) =>
+    trendSentence({
+      label: 'TVL',
+      dates,
+      values,
+      exact: (v) => v,
+      format: (v) => money(v, 18, 'DAI'),
+    });
+  const apy = (values: string[]) =>
+    trendSentence({
+      label: 'Net APY',
+      dates: days(values.length),
+      values,
+      exact: (v) => toBaseUnits(v, 6),
+      format: percent,
+    });
+
+  it('says whether the figure rose, fell or stayed, first day to last', () => {
+    expect(tvl([1_000n * E18, 1_200n * E18, 1_500n * E18])).toBe(
+      'TVL rose from 1,000.00 DAI to 1,500.00 DAI over the last 3 days.',
+    );
+    expect(tvl([1_500n * E18, 1_000n * E18])).toBe(
+      'TVL fell from 1,500.00 DAI to 1,000.00 DAI over the last 2 days.',
+    );
+    expect(tvl(Array(30).fill(7n * E18))).toBe('TVL stayed at 7.00 DAI over the last 30 days.');
+    expect(apy(['0.051234', '0.049000'])).toBe(
+      'Net APY fell from 5.12 % to 4.90 % over the last 2 days.',
+    );
+  });
+
+  it('compares the exact figures, beyond what a float or the 2 places shown can tell', () => {
+    // 2^53 + 1 base units and 2^53: equal as floats, not as figures.
+    const big = 2n ** 53n;
+    expect(Number(big + 1n)).toBe(Number(big));
+    expect(tvl([big, big + 1n])).toBe(
+      'TVL rose slightly over the last 2 days, staying at 0.01 DAI to 2 places.',
+    );
+    expect(tvl([1_000n * E18 + 1n, 1_000n * E18])).toBe(
+      'TVL fell slightly over the last 2 days, staying at 1,000.00 DAI to 2 places.',
+    );
+    expect(apy(['0.050001', '0.050001'])).toBe('Net APY stayed at 5.00 % over the last 2 days.');
+  });
+
+  it('gives the lowest and highest figures when the window went beyond both ends', () => {
+    expect(tvl([5n * E18, 9n * E18, 2n * E18, 6n * E18])).toBe(
+      'TVL rose from 5.00 DAI to 6.00 DAI over the last 4 days, ranging from 2.00 DAI to 9.00 DAI.',
+    );
+    expect(tvl([5n * E18, 3n * E18, 5n * E18])).toBe(
+      'TVL stayed at 5.00 DAI over the last 3 days, ranging from 3.00 DAI to 5.00 DAI.',
+    );
+  });
+
+  it('counts the days the figures cover, gaps included; one day, or none, in words too', () => {
+    expect(tvl([1n * E18, 2n * E18], ['2026-03-01', '2026-03-07'])).toBe(
+      'TVL rose from 1.00 DAI to 2.00 DAI over the last 7 days.',
+    );
+    expect(tvl([1n * E18], ['2026-03-01'])).toBe('TVL was 1.00 DAI on 2026-03-01.');
+    expect(tvl([], [])).toBe('TVL: no figures in this period.');
   });
 });

@@ -2,7 +2,7 @@ import type { Member } from '../../../db/portal-members.ts';
 import type { Environment, Product } from '../../../db/products.ts';
 import type { SnapshotView } from '../../../db/snapshot-reads.ts';
 import { toBaseUnits } from '../../../money/index.ts';
-import type { CompactChartData } from '../../chart-data.ts';
+import { type CompactChartData, trendSentence } from '../../chart-data.ts';
 import { money, percent } from '../../format.ts';
 import { type Html, html } from '../../html.ts';
 import { page } from '../../layout.ts';
@@ -33,17 +33,18 @@ export function chartsSection(
   const { data, apy, fees } = charts;
   const hasData = apy.length > 0;
   const last = fees[fees.length - 1];
-  const summary = <T>(values: T[], order: (x: T, y: T) => number, fmt: (v: T) => string) => {
-    if (values.length === 0) return 'no figures';
-    const sorted = [...values].sort(order);
-    return `from ${fmt(sorted[0]!)} to ${fmt(sorted[sorted.length - 1]!)}, ${fmt(values[values.length - 1]!)} on the last day`;
-  };
-  const byApy = (x: string, y: string) => {
-    const d = toBaseUnits(x, 6) - toBaseUnits(y, 6);
-    return d < 0n ? -1 : d > 0n ? 1 : 0;
-  };
-  const byAmount = (x: bigint, y: bigint) => (x < y ? -1 : x > y ? 1 : 0);
   const amount = (v: bigint) => money(v, p.assetDecimals, p.assetSymbol);
+  const apyDates = apy.map((r) => r.date);
+  const apyTrend = (label: string, pick: (r: SnapshotView) => string | null) => {
+    const rows = apy.filter((r) => pick(r) !== null);
+    return trendSentence({
+      label,
+      dates: rows.map((r) => r.date),
+      values: rows.map((r) => pick(r)!),
+      exact: (v) => toBaseUnits(v, 6),
+      format: percent,
+    });
+  };
   const total = (pick: (r: SnapshotView) => bigint | null) =>
     fees.reduce((sum, r) => sum + (pick(r) ?? 0n), 0n);
   return hasData
@@ -51,32 +52,22 @@ export function chartsSection(
 <figure class="chart-figure">
   <figcaption id="apy-caption"><strong>Net and underlying APY</strong> <span class="key"><span class="swatch swatch-net" aria-hidden="true"></span>Net APY, daily (solid)</span> <span class="key"><span class="swatch swatch-net7" aria-hidden="true"></span>Net APY realised over 7 days (dotted)</span> <span class="key"><span class="swatch swatch-underlying" aria-hidden="true"></span>Underlying APY (dashed)</span></figcaption>
   <div class="chart" data-chart="apy" tabindex="0" role="img" aria-labelledby="apy-caption" aria-describedby="apy-summary"></div>
-  <p class="hint" id="apy-summary">Net APY ${summary(
-    apy.map((r) => r.netApyForUser!),
-    byApy,
-    percent,
-  )}.${
+  <p class="hint" id="apy-summary">${apyTrend('Net APY', (r) => r.netApyForUser)}${
     apy.some((r) => r.netApy7d !== null)
-      ? html` Net APY realised over 7 days ${summary(
-          apy.filter((r) => r.netApy7d !== null).map((r) => r.netApy7d!),
-          byApy,
-          percent,
-        )}.`
+      ? ` ${apyTrend('Net APY realised over 7 days', (r) => r.netApy7d)}`
       : ''
-  } Underlying APY ${summary(
-    apy.map((r) => r.underlyingApy!),
-    byApy,
-    percent,
-  )}.</p>
+  } ${apyTrend('Underlying APY', (r) => r.underlyingApy)}</p>
 </figure>
 <figure class="chart-figure">
   <figcaption id="tvl-caption"><strong>TVL</strong> (${p.assetSymbol} in the engine at the end of each day)</figcaption>
   <div class="chart" data-chart="tvl" tabindex="0" role="img" aria-labelledby="tvl-caption" aria-describedby="tvl-summary"></div>
-  <p class="hint" id="tvl-summary">TVL ${summary(
-    apy.map((r) => r.engineTotalAssets),
-    byAmount,
-    amount,
-  )}.</p>
+  <p class="hint" id="tvl-summary">${trendSentence({
+    label: 'TVL',
+    dates: apyDates,
+    values: apy.map((r) => r.engineTotalAssets),
+    exact: (v) => v,
+    format: amount,
+  })}</p>
 </figure>
 <figure class="chart-figure">
   <figcaption id="fees-caption"><strong>Fee earnings</strong> <span class="key"><span class="swatch swatch-partner" aria-hidden="true"></span>Partner per day (dark bars)</span> <span class="key"><span class="swatch swatch-service" aria-hidden="true"></span>Service per day (light bars, outlined)</span> <span class="key"><span class="swatch swatch-partner-line" aria-hidden="true"></span>Partner cumulative (solid line)</span> <span class="key"><span class="swatch swatch-service-line" aria-hidden="true"></span>Service cumulative (dashed line)</span></figcaption>

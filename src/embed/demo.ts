@@ -7,6 +7,8 @@
 import type { Database } from '../db/client.ts';
 import { createEmbedSettingsRepo } from '../db/embed-settings.ts';
 import { createPartnersRepo } from '../db/partners.ts';
+import { DEMO } from '../operations/actor.ts';
+import { changeEmbedOrigins } from '../operations/embed-origins.ts';
 import type { DemoPartnerCredentials } from '../sync/demo.ts';
 import { otherLoopbackOrigin } from './public-url.ts';
 
@@ -27,7 +29,16 @@ export async function provisionDemoEmbeds(
     for (const env of ['live', 'test'] as const) {
       let s = await settings.get(record.id, env);
       if (!s) throw new Error(`no embed settings for ${partner.name} ${env}`);
-      if (hostOrigin) s = (await settings.setOrigins(record.id, env, [hostOrigin])) ?? s;
+      // The portal's own operation, as the actor `demo`: audited where the origin is new.
+      if (hostOrigin) {
+        s =
+          (await changeEmbedOrigins(db, DEMO, {
+            partnerId: record.id,
+            environment: env,
+            change: 'set',
+            origins: [hostOrigin],
+          })) ?? s;
+      }
       const slug = partner[env].products.active;
       const pagePath = `${s.embedId}/${slug}`;
       next[env] = {

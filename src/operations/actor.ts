@@ -11,9 +11,12 @@ export type Actor =
   /** A member of the partner's team, signed in to the portal from `ip`. */
   | { kind: 'member'; id: string; email: string; ip: string | null }
   /** The service's operator, through the CLI: no member, no client address. */
-  | { kind: 'operator' };
+  | { kind: 'operator' }
+  /** The demo's provisioning (DEMO=true, a fresh database): the rows a demo partner starts with. */
+  | { kind: 'demo' };
 
 export const OPERATOR: Actor = { kind: 'operator' };
+export const DEMO: Actor = { kind: 'demo' };
 
 export interface Change {
   partnerId: string;
@@ -22,7 +25,7 @@ export interface Change {
   target: string;
 }
 
-/** The member id a created record names as its author (null: the operator). */
+/** The member id a created record names as its author (null: the operator or the demo). */
 export const authorOf = (actor: Actor): string | null =>
   actor.kind === 'member' ? actor.id : null;
 
@@ -33,7 +36,7 @@ export function recordChange(tx: Queryable, actor: Actor, change: Change): Promi
     environment: change.environment ?? null,
     target: change.target,
     memberId: authorOf(actor),
-    actor: actor.kind === 'member' ? actor.email : 'operator',
+    actor: actor.kind === 'member' ? actor.email : actor.kind,
     ip: actor.kind === 'member' ? actor.ip : null,
   });
 }

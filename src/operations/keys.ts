@@ -9,19 +9,20 @@ import {
   type RollOverlap,
   rollApiKey,
 } from '../db/api-keys.ts';
-import type { Database } from '../db/client.ts';
+import { type Database, inTransaction, type Queryable } from '../db/client.ts';
 import type { Environment } from '../db/products.ts';
 import { formatUtc } from '../time-format.ts';
 import { type Actor, authorOf, recordChange } from './actor.ts';
 
 const masked = (k: ApiKeyRecord) => `${k.id} ${maskKey(k.prefix, k.last4)}`;
 
+/** `db`: the database, or a transaction this change joins (the demo's provisioning). */
 export function createKey(
-  db: Database,
+  db: Queryable,
   actor: Actor,
   input: { partnerId: string; environment: Environment; name?: string | undefined },
 ): Promise<{ key: string; record: ApiKeyRecord }> {
-  return db.transaction(async (tx) => {
+  return inTransaction(db, async (tx) => {
     const made = await createApiKeysRepo(tx).create(
       input.partnerId,
       input.environment,
@@ -60,11 +61,11 @@ export function rollKey(
 
 /** The revoked key, or undefined when no key with this id still works. */
 export function revokeKey(
-  db: Database,
+  db: Queryable,
   actor: Actor,
   id: string,
 ): Promise<ApiKeyRecord | undefined> {
-  return db.transaction(async (tx) => {
+  return inTransaction(db, async (tx) => {
     const keys = createApiKeysRepo(tx);
     const key = await keys.get(id);
     if (!key || !(await keys.revoke(id))) return undefined;

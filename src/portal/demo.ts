@@ -2,14 +2,17 @@
  * The demo's way into the portal: each demo partner gets an owner (`owner@<partner>.example`), and
  * at every start demo-credentials.json gains, per partner, `"portal": { url, email, login_url }`
  * with a fresh one-time sign-in URL (a link lives 15 minutes, so an older one would be spent or
- * expired). After that, the sign-in page mails a new link to the outbox under DATA_DIR.
+ * expired). After that, the sign-in page mails a new link to the outbox under DATA_DIR. The owner is
+ * invited as the actor `demo` (operations/team.ts), audited like the demo's keys (sync/demo.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { Database } from '../db/client.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { createPortalMembersRepo } from '../db/portal-members.ts';
+import { DEMO } from '../operations/actor.ts';
+import { inviteMember } from '../operations/team.ts';
 import { demoCredentialsFile, writeDemoCredentials } from '../sync/demo-credentials.ts';
-import { inviteMember, issueSignInUrl } from './sign-in-links.ts';
+import { issueSignInUrl } from './sign-in-links.ts';
 
 export interface DemoPortalAccess {
   url: string;
@@ -44,7 +47,7 @@ export async function refreshDemoPortalAccess(options: {
     const email = demoOwnerEmail(partner.name);
     const member =
       (await members.findActiveByEmail(email)) ??
-      (await inviteMember(options.db, { partnerId: partner.id, email, role: 'owner' }));
+      (await inviteMember(options.db, DEMO, { partnerId: partner.id, email, role: 'owner' }));
     if (member.partnerId !== partner.id) continue;
     entry.portal = {
       url: options.publicUrl,

@@ -10,7 +10,8 @@
  *   engine_not_deployed (and the demo credentials can name one). The hold is the ordinary operator
  *   mechanism (`product create --hold` / `product release`), not a demo special case in the worker.
  * - Each partner environment gets its keys (one revoked) and an inbound webhook secret, written
- *   once to demo-credentials.json, the only place they exist in clear.
+ *   once to demo-credentials.json, the only place they exist in clear. They are made by the
+ *   operations of src/operations/ as the actor `demo`, so the portal's audit log shows them.
  * - To show the move pending_deploy → active with its `product.deployed` event, each partner
  *   environment also gets a "USDC Launch" product over the same vault, created pending and not
  *   held: the lifecycle worker deploys it within seconds of the first start.
@@ -25,13 +26,14 @@ import {
 } from '../chain/local/demo-manifest.ts';
 import type { LocalDeployment } from '../chain/local/deployment.ts';
 import { readShareDecimals } from '../chain/read-share-decimals.ts';
-import { createApiKeysRepo } from '../db/api-keys.ts';
 import type { Database } from '../db/client.ts';
-import { createInboundSecretsRepo } from '../db/inbound-secrets.ts';
 import { createPartnersRepo } from '../db/partners.ts';
 import { createProductDeploysRepo } from '../db/product-deploys.ts';
 import { createProductsRepo, type NewProduct } from '../db/products.ts';
 import type { Logger } from '../logger.ts';
+import { DEMO } from '../operations/actor.ts';
+import { setInboundSecret } from '../operations/inbound-secrets.ts';
+import { createKey, revokeKey } from '../operations/keys.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 
 /** What a demo user needs per partner environment to make a first call. */
@@ -125,8 +127,6 @@ export async function provisionDemo(options: {
       if ((await partnersRepo.list()).length > 0) return none;
       const products = createProductsRepo(tx);
       const store = createProductDeploysRepo(tx);
-      const keys = createApiKeysRepo(tx);
-      const inboundSecrets = createInboundSecretsRepo(tx, secretBox);
       const credentials: DemoPartnerCredentials[] = [];
       let count = 0;
       for (const partner of DEMO_PARTNERS) {
@@ -134,10 +134,19 @@ export async function provisionDemo(options: {
         const perEnv: Partial<Record<'live' | 'test', DemoEnvironmentCredentials>> = {};
         for (const env of ENVIRONMENTS) {
           const products_ = partner.environments[env];
-          const apiKey = await keys.create(partnerId, env, 'demo');
-          const revoked = await keys.create(partnerId, env, 'demo (revoked)');
-          await keys.revoke(revoked.record.id);
-          const inbound = await inboundSecrets.set(partnerId, env);
+          // Through the operations the portal and the CLI use, as the actor `demo`: the demo's
+          // audit log starts with these rows, like any partner's.
+          const apiKey = await createKey(tx, DEMO, { partnerId, environment: env, name: 'demo' });
+          const revoked = await createKey(tx, DEMO, {
+            partnerId,
+            environment: env,
+            name: 'demo (revoked)',
+          });
+          await revokeKey(tx, DEMO, revoked.record.id);
+          const inbound = await setInboundSecret(tx, secretBox, DEMO, {
+            partnerId,
+            environment: env,
+          });
           perEnv[env] = {
             api_key: apiKey.key,
             revoked_api_key: revoked.key,

@@ -68,7 +68,7 @@ export function auditRoutes(ctx: PortalContext): FastifyPluginAsync {
             errors: dateError ? [dateError] : undefined,
             body: html`<p class="lead">Every change made in your team's portal, and by our operators for your team, newest first. Both environments.</p>
 <form method="get" action="${here}" class="inline filters" aria-label="Filter the audit log">
-  <div class="field"><label for="f-who">Who</label><input type="text" id="f-who" name="who" value="${form.who}" placeholder="an email, or operator" aria-describedby="f-who-hint"><p class="hint" id="f-who-hint">A member’s email, or <code>operator</code>; empty: anyone.</p></div>
+  <div class="field"><label for="f-who">Who</label><input type="text" id="f-who" name="who" value="${form.who}" placeholder="an email, or operator" aria-describedby="f-who-hint"><p class="hint" id="f-who-hint">A member’s email, <code>operator</code>, or <code>demo</code> (a demo’s first keys and owner); empty: anyone.</p></div>
   <div class="field"><label for="f-what">What</label><select id="f-what" name="what">${actionOptions(form.what)}</select></div>
   <div class="field"><label for="f-from">From (UTC day)</label><input type="date" id="f-from" name="from" value="${form.from}"${dateInvalid}></div>
   <div class="field"><label for="f-to">To (UTC day)</label><input type="date" id="f-to" name="to" value="${form.to}"${dateInvalid}></div>

@@ -112,7 +112,23 @@ interface Scenario {
   pid: number;
 }
 
-async function run(s: Scenario, keys: string[]) {
+/** Slices each endpoint and its baseline alternate in (BENCH_SLICES, even; 1 = one run each). */
+const SLICES = Math.max(1, Number(process.env.BENCH_SLICES ?? 6));
+
+type Result = {
+  name: string;
+  pid: number;
+  rps: number;
+  cpuUsPerRequest: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  peakRssMb: number;
+};
+
+/** One scenario's load generator: `fire` a duration or an amount; `warm` before measuring. */
+function loadOf(s: Scenario, keys: string[]) {
   let i = 0;
   const requests = [
     {
@@ -126,31 +142,80 @@ async function run(s: Scenario, keys: string[]) {
   ];
   const fire = (limit: { duration: number } | { amount: number }) =>
     autocannon({ url: s.url, connections: CONNECTIONS, requests, ...limit } as autocannon.Options);
-  // Warm-up: JIT, connection pools, and the caches, so that every key and path is used at least
-  // twice before the measured run. With a duration alone, loading 3,000 keys (one query each on
-  // PGlite's single connection) spilled into the measured seconds of the first keyed endpoint.
-  await fire({ amount: 2 * Math.max(KEYS, s.paths.length) + 20_000 });
+  return {
+    fire,
+    // Warm-up: JIT, connection pools, and the caches, so that every key and path is used at least
+    // twice before the measured run. With a duration alone, loading 3,000 keys (one query each on
+    // PGlite's single connection) spilled into the measured seconds of the first keyed endpoint.
+    warm: () => fire({ amount: 2 * Math.max(KEYS, s.paths.length) + 20_000 }),
+  };
+}
+
+/** Measures `seconds` of load on one scenario: req/s, latency, its process's CPU and peak RSS. */
+async function measure(s: Scenario, load: ReturnType<typeof loadOf>, seconds: number) {
   let peak = 0;
   const sampler = setInterval(() => {
     peak = Math.max(peak, rssMb(s.pid));
   }, 100);
   const cpu0 = cpuSeconds(s.pid);
-  const r = await fire({ duration: DURATION_S });
+  const started = performance.now();
+  const r = await load.fire({ duration: seconds });
+  const elapsed = (performance.now() - started) / 1000;
   const cpu = cpuSeconds(s.pid) - cpu0;
   clearInterval(sampler);
   peak = Math.max(peak, rssMb(s.pid));
+  return { r, elapsed, cpu, peak };
+}
+
+type Slice = Awaited<ReturnType<typeof measure>>;
+
+/** A scenario's figures from its measured slices: totals over time, the worst tail. */
+function resultOf(s: Scenario, slices: Slice[]): Result {
+  const total = slices.reduce((a, x) => a + x.r.requests.total, 0);
+  const seconds = slices.reduce((a, x) => a + x.r.duration, 0);
+  const cpu = slices.reduce((a, x) => a + x.cpu, 0);
   return {
     name: s.name,
     pid: s.pid,
-    rps: r.requests.average,
+    rps: seconds > 0 ? total / seconds : Number.NaN,
     // The server's CPU per answer: what the process spent, whatever else ran on the machine.
-    cpuUsPerRequest: r.requests.total > 0 ? (cpu * 1e6) / r.requests.total : Number.NaN,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    peakRssMb: peak,
+    cpuUsPerRequest: total > 0 ? (cpu * 1e6) / total : Number.NaN,
+    p50: median(slices.map((x) => x.r.latency.p50)),
+    p99: Math.max(...slices.map((x) => x.r.latency.p99)),
+    non2xx: slices.reduce((a, x) => a + x.r.non2xx, 0),
+    errors: slices.reduce((a, x) => a + x.r.errors + x.r.timeouts, 0),
+    peakRssMb: Math.max(...slices.map((x) => x.peak)),
   };
+}
+
+async function run(s: Scenario, keys: string[]): Promise<Result> {
+  const load = loadOf(s, keys);
+  await load.warm();
+  return resultOf(s, [await measure(s, load, DURATION_S)]);
+}
+
+/**
+ * An endpoint and its baseline, measured in alternating slices (A B B A …) of the same total
+ * time each: on this kind of machine the speed of the whole machine moves within a minute (the
+ * bare route alone ran at 6,000 and 22,000 req/s in neighbouring runs), so two back-to-back runs
+ * of DURATION_S put the endpoint and its baseline in different phases and their ratio swung from
+ * 0.54 to 1.12 between runs of the same build. Interleaved, both sample the same phases.
+ */
+async function runPair(a: Scenario, b: Scenario, keys: string[]): Promise<[Result, Result]> {
+  if (SLICES <= 1) return [await run(a, keys), await run(b, keys)];
+  const loads = [loadOf(a, keys), loadOf(b, keys)] as const;
+  await loads[0].warm();
+  await loads[1].warm();
+  const slices: [Slice[], Slice[]] = [[], []];
+  const seconds = DURATION_S / SLICES;
+  for (let k = 0; k < SLICES; k++) {
+    // ABBA order: each side goes first as often as the other.
+    const order = k % 4 === 0 || k % 4 === 3 ? [0, 1] : [1, 0];
+    for (const side of order) {
+      slices[side as 0 | 1].push(await measure(side === 0 ? a : b, loads[side as 0 | 1], seconds));
+    }
+  }
+  return [resultOf(a, slices[0]), resultOf(b, slices[1])];
 }
 
 async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
@@ -358,17 +423,25 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<void> {
         apiPids.add(live.api.child.pid!);
         await waitListening(live.api);
       }
-      const these = [];
-      for (const c of chosen) {
-        const s =
-          c.pid === apiPid
-            ? { ...c, url: live.api.match[1]!, pid: live.api.child.pid! }
-            : c.pid === bare.child.pid
-              ? { ...c, url: live.bare.match[1]!, pid: live.bare.child.pid! }
-              : c;
-        const r = await run(s, keys);
-        these.push(r);
-        console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
+      const these: Result[] = [];
+      const here = (c: Scenario): Scenario =>
+        c.pid === apiPid
+          ? { ...c, url: live.api.match[1]!, pid: live.api.child.pid! }
+          : c.pid === bare.child.pid
+            ? { ...c, url: live.bare.match[1]!, pid: live.bare.child.pid! }
+            : c;
+      for (let k = 0; k < chosen.length; k++) {
+        const c = chosen[k]!;
+        const next = chosen[k + 1];
+        // After the first (the bare route alone), scenarios come in pairs: an endpoint and its
+        // baseline, one on each process, measured interleaved.
+        const paired = k > 0 && next !== undefined && (c.pid === apiPid) !== (next.pid === apiPid);
+        const rs = paired ? await runPair(here(c), here(next), keys) : [await run(here(c), keys)];
+        if (paired) k++;
+        for (const r of rs) {
+          these.push(r);
+          console.log(`  ${r.name}: ${Math.round(r.rps)} req/s`);
+        }
       }
       rounds.push(these);
     }

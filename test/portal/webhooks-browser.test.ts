@@ -63,6 +63,7 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
         publicUrl: () => `http://localhost:${port}/portal`,
         idleMs: 60 * 60_000,
+        addresses: createAddressPolicy(),
       },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });

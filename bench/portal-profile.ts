@@ -18,6 +18,7 @@ import { createLogger } from '../src/logger.ts';
 import { createOutboxMailer } from '../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../src/portal/sign-in-links.ts';
 import { buildApp } from '../src/server/app.ts';
+import { createAddressPolicy } from '../src/webhooks/address-policy.ts';
 import { createSecretBox } from '../src/webhooks/secret-box.ts';
 import { seedProducts } from '../test/portal/products-fixture.ts';
 
@@ -108,6 +109,7 @@ const app = await buildApp({
     mailer: createOutboxMailer(path.join(dir, 'outbox'), 'Portal <portal@bench>'),
     publicUrl: () => 'http://127.0.0.1/portal',
     idleMs: 60 * 60_000,
+    addresses: createAddressPolicy(),
     signInLimit: { max: 10_000, windowMs: 60_000 },
   },
 });

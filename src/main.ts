@@ -25,6 +25,7 @@ import { type DemoState, waitForDemoHistory } from './sync/demo-readiness.ts';
 import { registerStateCollectors } from './telemetry/collectors.ts';
 import { type MetricsServer, startMetricsServer } from './telemetry/server.ts';
 import { registerTransactionCollectors } from './telemetry/transaction-collectors.ts';
+import { configuredAddressPolicy } from './webhooks/address-policy.ts';
 import { createConfiguredSender } from './webhooks/from-config.ts';
 import { maintenanceSettings } from './webhooks/maintenance.ts';
 import { createSecretBox, masterKeyFor } from './webhooks/secret-box.ts';
@@ -188,7 +189,9 @@ export async function startService(
     }
   });
   const db = deferredDatabase(config.DATABASE_URL ? 'postgres' : 'pglite', opening);
-  const sender = createConfiguredSender(config);
+  // One policy for the sender and the portal's destination forms: they refuse the same addresses.
+  const addresses = configuredAddressPolicy(config);
+  const sender = createConfiguredSender(config, addresses);
   const redis: Redis | undefined = config.REDIS_URL
     ? createRedis(config.REDIS_URL, { logger })
     : undefined;
@@ -247,6 +250,7 @@ export async function startService(
           mailer,
           publicUrl: () => portalPublicUrl(config, listeningPort),
           idleMs: config.PORTAL_SESSION_IDLE_MINUTES * 60_000,
+          addresses,
         },
       });
       await app.listen({ host: config.HOST, port: config.PORT });

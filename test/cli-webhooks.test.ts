@@ -200,6 +200,25 @@ describe(`webhook CLI on ${engine}`, () => {
     expect(await json<Json[]>(['webhook', 'list'])).toHaveLength(2);
   });
 
+  it('refuses a destination at a non-public IP address at once, added or moved there', async () => {
+    const refusal = (address: string, what: string) =>
+      `yield-service: ${address} is ${what} address; webhooks are sent only to public addresses: use a public host name or address (or let its range through with WEBHOOK_ALLOWED_CIDRS, for development)\n`;
+    const add = (url: string) =>
+      cli(['webhook', 'add', '--partner', 'Acme Wallet', '--env', 'live', '--url', url]);
+    for (const [url, address, what] of [
+      ['https://10.0.0.5/hook', '10.0.0.5', 'a private'],
+      ['https://[::1]:8443/x', '[::1]', 'a loopback'],
+      ['https://[::ffff:127.0.0.1]/x', '[::ffff:7f00:1] (127.0.0.1)', 'a loopback'],
+    ] as const) {
+      expect(await add(url), url).toEqual({ code: 1, out: '', err: refusal(address, what) });
+    }
+    const moved = await cli(['webhook', 'update', deposits, '--url', 'https://169.254.169.254/']);
+    expect(moved).toEqual({ code: 1, out: '', err: refusal('169.254.169.254', 'a link-local') });
+    const list = await json<Json[]>(['webhook', 'list']);
+    expect(list).toHaveLength(2);
+    expect(list.find((r) => r.id === deposits)!.url).toBe('https://hooks.example.com/deposits');
+  });
+
   it('rotates a secret: a new one shown once, a new fingerprint', async () => {
     const before = (await json<Json[]>(['webhook', 'list'])).find((r) => r.id === deposits)!;
     const rotated = await json(['webhook', 'rotate', deposits]);
@@ -505,9 +524,15 @@ describe(`webhook ping, stats, disable, enable, update and rotate --grace on ${e
   let failing = false;
   const stops: Array<() => Promise<void>> = [];
 
+  // The receivers are on loopback: the operator lets it through, as the dispatcher's policy does.
   const cli = (args: string[]) =>
     runCliInProcess(args, {
-      env: { DATA_DIR: dataDir, LOG_LEVEL: 'silent', LOCAL_CHAIN_PORT: '1' },
+      env: {
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+        LOCAL_CHAIN_PORT: '1',
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8,::1/128',
+      },
       database: t.db,
     });
   async function json<T = Json>(args: string[]): Promise<T> {
@@ -791,6 +816,10 @@ describe(`webhook ping, stats, disable, enable, update and rotate --grace on ${e
     );
     expect(await refused(['webhook', 'update', id, '--url', 'not a url'])).toBe(
       'yield-service: "not a url" is not a URL\n',
+    );
+    // WEBHOOK_ALLOWED_CIDRS lets loopback through (the move below), not other private ranges.
+    expect(await refused(['webhook', 'update', id, '--url', 'https://[fd00::1]/x'])).toMatch(
+      /^yield-service: \[fd00::1\] is a unique-local \(private\) address; webhooks are sent only to public addresses: use a public host name or address/,
     );
     expect(await misused(['webhook', 'update', id, '--events', 'deposit.confirm'])).toMatch(
       /^error: option '--events <types>' argument 'deposit\.confirm' is invalid\. unknown event type deposit\.confirm \(known: deposit\.confirmed, /,

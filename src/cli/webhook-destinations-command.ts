@@ -20,6 +20,7 @@ import {
   rotateDestinationSecret,
   updateDestination,
 } from '../operations/webhook-destinations.ts';
+import { configuredAddressPolicy } from '../webhooks/address-policy.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../webhooks/event-catalogue.ts';
 import { type Environment, environment, partnerNamed } from './arguments.ts';
 import { type CommandContext, CommandError, table } from './shared.ts';
@@ -97,7 +98,8 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const added = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
             const partnerId = (await partnerNamed(db, opts.partner)).id;
-            return addDestination(db, await secretBoxForWriting(config, db), OPERATOR, {
+            const box = await secretBoxForWriting(config, db);
+            return addDestination(db, box, configuredAddressPolicy(config), OPERATOR, {
               partnerId,
               environment: opts.env,
               url: opts.url,
@@ -297,7 +299,9 @@ export function registerWebhookDestinationCommands(webhook: Command, ctx: Comman
         const config = ctx.config();
         const updated = await operatorErrors(() =>
           ctx.withDatabase(config, async (db) => {
-            const d = await updateDestination(db, lazySecretBox(config), OPERATOR, id, {
+            const box = lazySecretBox(config);
+            const addresses = configuredAddressPolicy(config);
+            const d = await updateDestination(db, box, addresses, OPERATOR, id, {
               ...(opts.url !== undefined ? { url: opts.url } : {}),
               ...(opts.allEvents ? { eventTypes: null } : {}),
               ...(opts.events !== undefined ? { eventTypes: opts.events } : {}),

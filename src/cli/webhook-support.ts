@@ -10,7 +10,7 @@ import { createPartnersRepo } from '../db/partners.ts';
 import { type WebhookDelivery, WebhookReplayError } from '../db/webhook-deliveries.ts';
 import { DestinationEventTypesError, type WebhookDestination } from '../db/webhook-destinations.ts';
 import { type DestinationHealth, WebhookHealthError } from '../db/webhook-health.ts';
-import { DestinationUrlError } from '../webhooks/destination-url.ts';
+import { DestinationAddressError, DestinationUrlError } from '../webhooks/destination-url.ts';
 import {
   createSecretBox,
   MasterKeyError,
@@ -135,6 +135,13 @@ export async function operatorErrors<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
+    // The operator, unlike a partner, may let a range through (development, tests).
+    if (err instanceof DestinationAddressError) {
+      throw new CommandError(
+        `${err.message} (or let its range through with WEBHOOK_ALLOWED_CIDRS, for development)`,
+        'address_not_public',
+      );
+    }
     if (err instanceof DestinationUrlError) throw new CommandError(err.message, 'invalid_url');
     if (err instanceof DestinationEventTypesError) {
       throw new CommandError(err.message, 'invalid_event_types');

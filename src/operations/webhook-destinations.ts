@@ -4,6 +4,11 @@
  * the portal's webhook pages and the `webhook` command call these. Refusals are the repositories'
  * errors (DestinationUrlError, DestinationEventTypesError, WebhookHealthError, WebhookReplayError),
  * which each face words for its reader.
+ *
+ * Adding a destination, or editing its URL, also takes the sender's address policy: a URL whose
+ * host is an IP literal the sender would refuse (private, loopback, link-local…, unless the
+ * operator's WEBHOOK_ALLOWED_CIDRS allows it) is refused at once with DestinationAddressError,
+ * rather than accepted and failed at every send. Host names are judged at send time only.
  */
 import type { Database, Queryable } from '../db/client.ts';
 import type { AuditAction } from '../db/portal-audit.ts';
@@ -15,6 +20,8 @@ import {
 } from '../db/webhook-destinations.ts';
 import { createWebhookHealthRepo } from '../db/webhook-health.ts';
 import { formatDuration } from '../time-format.ts';
+import type { AddressPolicy } from '../webhooks/address-policy.ts';
+import { parseDestinationUrl, refusePrivateLiteral } from '../webhooks/destination-url.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import { type Actor, recordChange } from './actor.ts';
 
@@ -40,9 +47,18 @@ const read = (tx: Queryable, box: SecretBox, id: string) =>
 
 const typesLabel = (t: readonly string[] | null) => (t?.length ? t.join(', ') : 'all');
 
-export function addDestination(
+/** Throws DestinationUrlError for a URL add() would refuse or the sender could never reach. */
+function admitUrl(raw: string, addresses: AddressPolicy): string {
+  const url = parseDestinationUrl(raw);
+  refusePrivateLiteral(url, addresses);
+  return url.toString();
+}
+
+/** `addresses`: the sender's address policy (webhooks/from-config.ts). */
+export async function addDestination(
   db: Database,
   box: SecretBox,
+  addresses: AddressPolicy,
   actor: Actor,
   input: {
     partnerId: string;
@@ -51,6 +67,7 @@ export function addDestination(
     eventTypes?: readonly string[] | null;
   },
 ): Promise<{ destination: WebhookDestination; secret: string }> {
+  admitUrl(input.url, addresses);
   return db.transaction(async (tx) => {
     const made = await createWebhookDestinationsRepo(tx, box).add(input);
     await recordDestinationChange(
@@ -64,16 +81,25 @@ export function addDestination(
   });
 }
 
-/** The destination as changed, or undefined when there is no active one with this id. */
+/**
+ * The destination as changed, or undefined when there is no active one with this id. A URL is
+ * checked against `addresses` only when it changes: one kept as it is (an edit of the event types
+ * alone, in a form that sends the URL back) keeps working, whatever the policy says of it now.
+ */
 export function updateDestination(
   db: Database,
   box: SecretBox,
+  addresses: AddressPolicy,
   actor: Actor,
   id: string,
   changes: { url?: string; eventTypes?: readonly string[] | null },
 ): Promise<WebhookDestination | undefined> {
   return db.transaction(async (tx) => {
     const before = await read(tx, box, id);
+    if (changes.url !== undefined) {
+      const url = parseDestinationUrl(changes.url).toString();
+      if (url !== before?.url) admitUrl(url, addresses);
+    }
     const after = await createWebhookDestinationsRepo(tx, box).update(id, changes);
     if (!before || !after) return undefined;
     const said = [

@@ -28,6 +28,7 @@ import { acceptsGzip, MIN_GZIP_BYTES } from '../http/content-encoding.ts';
 import type { ReadCache } from '../http/read-cache.ts';
 import type { Logger } from '../logger.ts';
 import type { Redis } from '../redis.ts';
+import type { AddressPolicy } from '../webhooks/address-policy.ts';
 import { createSecretBox, type SecretBox } from '../webhooks/secret-box.ts';
 import { enforce, undeclared } from './access.ts';
 import { createChangeCache } from './change-cache.ts';
@@ -52,6 +53,11 @@ export interface PortalOptions {
   idleMs: number;
   /** Seals passkey challenges in cookies; without one (tests), a random key of this process. */
   secretBox?: SecretBox | undefined;
+  /**
+   * The webhook sender's address policy (configuredAddressPolicy): a destination whose host is an
+   * IP literal it refuses is refused when added or edited. Required, so the two cannot differ.
+   */
+  addresses: AddressPolicy;
   /** Sign-in attempts allowed per client address and window (tests lower it). */
   signInLimit?: { max: number; windowMs: number };
   /** Clock of the dashboards' day windows (tests pin it). */
@@ -242,6 +248,7 @@ export const portalPlugin: FastifyPluginAsync<PortalOptions> = async (app, opts)
   await app.register(
     pageRoutes(ctx, {
       box,
+      addresses: opts.addresses,
       signInLimit: opts.signInLimit ?? { max: 10, windowMs: 15 * 60_000 },
       embedUrl: () => opts.embedUrl?.() ?? `${new URL(opts.publicUrl()).origin}/embed`,
     }),

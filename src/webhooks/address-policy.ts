@@ -78,3 +78,16 @@ export function createAddressPolicy(allowlist: readonly Cidr[] = []): AddressPol
     },
   };
 }
+
+/**
+ * The policy a configuration describes: public addresses and WEBHOOK_ALLOWED_CIDRS. The sender
+ * enforces it at connect time (from-config.ts); adding or editing a destination
+ * (operations/webhook-destinations.ts) refuses an IP literal it refuses, so both faces and the
+ * sender agree when built from one configuration. Here, not in from-config.ts, so the CLI gets it
+ * without loading the sender.
+ */
+export function configuredAddressPolicy(config: {
+  WEBHOOK_ALLOWED_CIDRS: readonly Cidr[];
+}): AddressPolicy {
+  return createAddressPolicy(config.WEBHOOK_ALLOWED_CIDRS);
+}

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '../../src/db/client.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { createAddressPolicy } from '../../src/webhooks/address-policy.ts';
 import { runCliInProcess } from '../helpers/cli.ts';
 import { captureLogger } from '../helpers/logs.ts';
 import { Client } from './harness.ts';
@@ -83,6 +84,7 @@ describe('portal CLI', { timeout: 120_000 }, () => {
         mailer: createOutboxMailer(path.join(dataDir, 'outbox'), 'p@test'),
         publicUrl: () => PUBLIC,
         idleMs: 60_000,
+        addresses: createAddressPolicy(),
       },
     });
     try {

@@ -17,6 +17,7 @@ import { createPartnersRepo } from '../../src/db/partners.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
 import type { buildApp } from '../../src/server/app.ts';
+import { createAddressPolicy } from '../../src/webhooks/address-policy.ts';
 import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { chromiumMissing, launchChromium, seriousA11yViolations } from './browser.ts';
@@ -45,6 +46,7 @@ describe.skipIf(missing)('product dashboards in Chromium', { timeout: 120_000 },
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
         publicUrl: () => `http://localhost:${port}/portal`,
         idleMs: 60 * 60_000,
+        addresses: createAddressPolicy(),
       },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });

@@ -13,6 +13,7 @@ import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
 import type { Redis } from '../../src/redis.ts';
 import { buildApp } from '../../src/server/app.ts';
+import { createAddressPolicy, parseCidrList } from '../../src/webhooks/address-policy.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { type EngineName, freshDatabase, type TestDatabase } from '../helpers/db.ts';
 import { captureLogger } from '../helpers/logs.ts';
@@ -52,6 +53,8 @@ export async function portalHarness(
     /** The master key of the secret box (random by default): a CLI beside it needs the same one. */
     masterKey?: Buffer;
     publicUrl?: string;
+    /** WEBHOOK_ALLOWED_CIDRS of the destination forms' address policy (none by default). */
+    allowedCidrs?: string;
   } = {},
 ): Promise<Harness> {
   // PORTAL_TEST_ENGINE=postgres runs the portal's server tests on PostgreSQL (TEST_DATABASE_URL).
@@ -71,6 +74,7 @@ export async function portalHarness(
       mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
       publicUrl: () => publicUrl,
       idleMs: opts.idleMs ?? 60 * 60_000,
+      addresses: createAddressPolicy(parseCidrList(opts.allowedCidrs ?? '')),
       ...(opts.signInLimit ? { signInLimit: opts.signInLimit } : {}),
     },
   });

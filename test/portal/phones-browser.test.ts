@@ -34,6 +34,7 @@ import { addDestination } from '../../src/operations/webhook-destinations.ts';
 import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import { inviteMember, issueSignInUrl } from '../../src/portal/sign-in-links.ts';
 import type { buildApp } from '../../src/server/app.ts';
+import { createAddressPolicy } from '../../src/webhooks/address-policy.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -130,6 +131,7 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
         publicUrl: () => `http://localhost:${port}/portal`,
         idleMs: 60 * 60_000,
+        addresses: createAddressPolicy(),
         embedUrl: () => 'https://yield.example.com/embed',
       },
     });
@@ -203,7 +205,7 @@ describe.skipIf(missing)('every portal page on a phone and a desktop', { timeout
 
     // A destination with a long URL; a delivery that failed twice and then went through, and one
     // that failed three times: the destination's log and a delivery's attempts.
-    const { destination } = await addDestination(t.db, box, OPERATOR, {
+    const { destination } = await addDestination(t.db, box, createAddressPolicy(), OPERATOR, {
       partnerId: partner.id,
       environment: 'live',
       url: 'https://hooks.acme-wallet.example.com/integrations/yield-service/webhooks/receiver?tenant=acme-production-eu-west-1',

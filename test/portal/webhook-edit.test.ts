@@ -143,6 +143,46 @@ describe.each(storageEngines())('editing and disabling webhook destinations on %
     ]);
   });
 
+  it('refuses moving the URL to a non-public address in words, the form kept; keeping an old one works', async () => {
+    const actor = email('literal');
+    const owner = await h.signedIn(actor, 'owner', await newPartner());
+    const id = await addDestination(owner, 'live');
+    for (const [url, said] of [
+      ['https://192.168.0.10/hook', '192.168.0.10 is a private address'],
+      ['https://[::1]:8443/hook', '[::1] is a loopback address'],
+      ['https://169.254.169.254/', '169.254.169.254 is a link-local address'],
+      ['https://[fe80::1]/hook', '[fe80::1] is a link-local address'],
+    ] as const) {
+      const refused = await postEdit(owner, 'live', id, url, ['tvl_alert']);
+      expect(refused.status, url).toBe(400);
+      expect(text(refused.body), url).toContain(
+        `That URL does not work: ${said}; webhooks are sent only to public addresses: use a public host name or address.`,
+      );
+      expect(refused.body, url).toContain(`value="${url}" aria-invalid="true"`);
+      expect(refused.body, url).toMatch(/value="tvl_alert" checked/);
+    }
+    expect(await find(id)).toMatchObject({ url: 'https://hooks.example.com/x', event_types: null });
+
+    // A destination stored at a private address before this check (or while the operator allowed
+    // its range): its event types can still be edited, the form sending its URL back unchanged.
+    await h.t.db.query(
+      "UPDATE webhook_destinations SET url = 'https://10.9.8.7/hook' WHERE id = $1",
+      [id],
+    );
+    const form = await owner.get(`/portal/live/webhooks/${id}/edit`);
+    expect(form.body).toContain('value="https://10.9.8.7/hook"');
+    const kept = await postEdit(owner, 'live', id, 'https://10.9.8.7/hook', ['vault_pause']);
+    expect(kept.status, text(kept.body).slice(0, 300)).toBe(303);
+    expect(await find(id)).toMatchObject({
+      url: 'https://10.9.8.7/hook',
+      event_types: ['vault_pause'],
+    });
+    expect((await auditOf(actor)).map((r) => r.target)).toEqual([
+      `${id} https://hooks.example.com/x`,
+      `${id} events all → vault_pause`,
+    ]);
+  });
+
   it('disables by hand with a note: pending deliveries failed, who and why shown, re-enabling replays them', async () => {
     const actor = email('disable');
     const partner = await newPartner();

@@ -50,6 +50,8 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
   let apiKey: string;
   let failing = false;
   const box = createSecretBox(randomBytes(32));
+  /** The sender's policy, and the forms' (as main.ts shares one): loopback allowed, for the receiver. */
+  const addresses = createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128'));
   const stops: Array<() => Promise<void>> = [];
   const outbox = mkdtempSync(path.join(tmpdir(), 'pys-wh-outbox-'));
 
@@ -63,6 +65,7 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
         mailer: createOutboxMailer(outbox, 'Portal <portal@test>'),
         publicUrl: () => `http://localhost:${port}/portal`,
         idleMs: 60 * 60_000,
+        addresses,
       },
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -75,7 +78,7 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
       handler: () => (failing ? { status: 503, body: 'maintenance' } : { status: 200, body: 'ok' }),
     });
     const sender = createSender({
-      policy: createAddressPolicy(parseCidrList('127.0.0.0/8,::1/128')),
+      policy: addresses,
       extraCa: testCaPem(),
     });
     const job = createDispatcher({
@@ -146,6 +149,23 @@ describe.skipIf(missing)('webhook pages in Chromium', { timeout: 120_000 }, () =
     await page.getByLabel('Endpoint URL (HTTPS)').fill('http://example.com/hook');
     await page.getByRole('button', { name: 'Add destination' }).click();
     await page.getByText(/destinations must be https:\/\/ URLs \(got http\)/).waitFor();
+
+    // A private address is refused at once, in words, the form kept as typed (the sender allows
+    // loopback here, for the receiver, and the form judges by the same policy: 10/8 is refused).
+    const url = page.getByLabel('Endpoint URL (HTTPS)');
+    await url.fill('https://10.0.0.5/hook');
+    await page.getByLabel('vault_pause').check();
+    await page.getByRole('button', { name: 'Add destination' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain(
+        'That URL does not work: 10.0.0.5 is a private address; webhooks are sent only to public addresses: use a public host name or address.',
+      );
+    expect(await url.inputValue()).toBe('https://10.0.0.5/hook');
+    expect(await url.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByLabel('vault_pause').isChecked()).toBe(true);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.getByLabel('vault_pause').uncheck();
 
     await page.getByLabel('Endpoint URL (HTTPS)').fill(`${receiver.url}/hook`);
     await page.getByRole('button', { name: 'Add destination' }).click();

@@ -72,6 +72,40 @@ describe('webhook pages', () => {
     expect(again.body).not.toContain(secret!);
   });
 
+  it('refuses a destination at a private, loopback or link-local address in words, the form kept', async () => {
+    const partner = await createPartnersRepo(h.t.db).create(`Literal ${n}`);
+    const c = await h.signedIn(email('literal'), 'admin', partner);
+    await c.get('/portal/live/webhooks');
+    for (const [url, said] of [
+      ['https://10.0.0.5/hook', '10.0.0.5 is a private address'],
+      ['https://127.0.0.1:8443/hook', '127.0.0.1 is a loopback address'],
+      ['https://[::1]/hook', '[::1] is a loopback address'],
+      ['https://169.254.169.254/latest', '169.254.169.254 is a link-local address'],
+      ['https://[fd00::1]/hook', '[fd00::1] is a unique-local (private) address'],
+      ['https://[::ffff:192.168.1.1]/hook', '[::ffff:c0a8:101] (192.168.1.1) is a private address'],
+    ] as const) {
+      const res = await c.post('/portal/live/webhooks', { url, event_types: 'vault_pause' });
+      expect(res.status, url).toBe(400);
+      const summary = /<div class="error-summary" role="alert"[^>]*>(.*?)<\/div>/s.exec(res.body);
+      expect(text(summary?.[1] ?? ''), url).toBe(
+        `There is a problem That URL does not work: ${said}; webhooks are sent only to public addresses: use a public host name or address.`,
+      );
+      // The fields as typed, the URL marked, to correct them.
+      expect(res.body, url).toMatch(
+        new RegExp(
+          `<input type="url" id="dest-url" name="url"[^>]*value="${url.replace(/[.[\]]/g, '\\$&')}" aria-invalid="true">`,
+        ),
+      );
+      expect(res.body, url).toMatch(/value="vault_pause" checked/);
+      expect(res.body, url).not.toMatch(/value="tvl_alert" checked/);
+      expect(res.body, url).not.toContain('new-secret');
+    }
+    // Nothing was added; a host name is judged when sending, not now (even one naming loopback).
+    expect(text((await c.get('/portal/live/webhooks')).body)).toContain('No live destinations yet');
+    const named = await addDestination(c, 'live', 'https://localhost:8443/hook');
+    expect(text(named.body)).toContain('Signing secret of https://localhost:8443/hook');
+  });
+
   it('checks the role and the environment on every action', async () => {
     const owner = await h.signedIn(email('owner'), 'owner');
     const live = await addDestination(owner, 'live');

@@ -3,6 +3,7 @@
  * declares who may open it (`config.requires`, access.ts); the plugin refuses one that does not.
  */
 import type { FastifyPluginAsync } from 'fastify';
+import type { AddressPolicy } from '../../webhooks/address-policy.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
 import type { PortalContext } from '../context.ts';
 import { accountRoutes } from './account.ts';
@@ -31,11 +32,12 @@ export function pageRoutes(
   ctx: PortalContext,
   opts: {
     box: SecretBox;
+    addresses: AddressPolicy;
     signInLimit: { max: number; windowMs: number };
     embedUrl: () => string;
   },
 ): FastifyPluginAsync {
-  const { box, signInLimit } = opts;
+  const { box, addresses, signInLimit } = opts;
   return async (app) => {
     await app.register(signInRoutes(ctx, signInLimit));
     await app.register(passkeyRoutes(ctx, box, signInLimit));
@@ -50,13 +52,13 @@ export function pageRoutes(
     await app.register(teamChangeRoutes(ctx));
     await app.register(auditRoutes(ctx));
     await app.register(auditCsvRoutes(ctx));
-    await app.register(webhooksListRoutes(ctx, box));
+    await app.register(webhooksListRoutes(ctx, box, addresses));
     await app.register(inboundRoutes(ctx, box));
     await app.register(inboundSecretRoutes(ctx, box));
     await app.register(destinationPageRoutes(ctx));
     await app.register(deliveryRoutes(ctx, box));
     await app.register(destinationChangeRoutes(ctx, box));
-    await app.register(webhookEditRoutes(ctx, box));
+    await app.register(webhookEditRoutes(ctx, box, addresses));
     await app.register(embedSettingsRoutes(ctx, opts.embedUrl));
   };
 }

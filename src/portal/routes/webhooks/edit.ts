@@ -14,6 +14,7 @@ import {
 } from '../../../db/webhook-destinations.ts';
 import { MAX_DISABLE_NOTE_LENGTH, WebhookHealthError } from '../../../db/webhook-health.ts';
 import { disableDestination, updateDestination } from '../../../operations/webhook-destinations.ts';
+import type { AddressPolicy } from '../../../webhooks/address-policy.ts';
 import { DestinationUrlError } from '../../../webhooks/destination-url.ts';
 import type { SecretBox } from '../../../webhooks/secret-box.ts';
 import { confirmView } from '../../confirm.ts';
@@ -29,7 +30,11 @@ import { html } from '../../html.ts';
 import { page } from '../../layout.ts';
 import { eventTypePicker, fieldList, ownDestination } from './shared.ts';
 
-export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPluginAsync {
+export function webhookEditRoutes(
+  ctx: PortalContext,
+  box: SecretBox,
+  addresses: AddressPolicy,
+): FastifyPluginAsync {
   return async (app) => {
     const base = ctx.base;
     const destinations = createWebhookDestinationsRepo(ctx.db, box);
@@ -95,7 +100,7 @@ export function webhookEditRoutes(ctx: PortalContext, box: SecretBox): FastifyPl
         );
       let updated: WebhookDestination | undefined;
       try {
-        updated = await updateDestination(ctx.db, box, actorOf(request), d.id, {
+        updated = await updateDestination(ctx.db, box, addresses, actorOf(request), d.id, {
           url,
           eventTypes: types,
         });

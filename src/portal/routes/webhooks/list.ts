@@ -8,6 +8,7 @@ import type { Environment } from '../../../db/products.ts';
 import { createWebhookDestinationsRepo } from '../../../db/webhook-destinations.ts';
 import { createWebhookHealthRepo } from '../../../db/webhook-health.ts';
 import { addDestination } from '../../../operations/webhook-destinations.ts';
+import type { AddressPolicy } from '../../../webhooks/address-policy.ts';
 import { DestinationUrlError } from '../../../webhooks/destination-url.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../../webhooks/event-catalogue.ts';
 import type { SecretBox } from '../../../webhooks/secret-box.ts';
@@ -101,7 +102,11 @@ ${eventTypePicker(extra.types ?? [])}
   });
 }
 
-export function webhooksListRoutes(ctx: PortalContext, box: SecretBox): FastifyPluginAsync {
+export function webhooksListRoutes(
+  ctx: PortalContext,
+  box: SecretBox,
+  addresses: AddressPolicy,
+): FastifyPluginAsync {
   return async (app) => {
     app.get<{ Params: { env: string }; Querystring: { removed?: string } }>(
       '/:env/webhooks',
@@ -143,12 +148,18 @@ export function webhooksListRoutes(ctx: PortalContext, box: SecretBox): FastifyP
         if (unknown.length)
           return again([`There is no event type ${unknown.join(', ')}: pick from the list.`]);
         try {
-          const { destination, secret } = await addDestination(ctx.db, box, actorOf(request), {
-            partnerId: member.partnerId,
-            environment: env,
-            url,
-            eventTypes: types,
-          });
+          const { destination, secret } = await addDestination(
+            ctx.db,
+            box,
+            addresses,
+            actorOf(request),
+            {
+              partnerId: member.partnerId,
+              environment: env,
+              url,
+              eventTypes: types,
+            },
+          );
           return sendPage(
             reply,
             await listPage(ctx, box, member, env, reply.generateCsrf(), {

@@ -19,6 +19,7 @@ import { createOutboxMailer } from '../../src/portal/mailer.ts';
 import type { buildApp } from '../../src/server/app.ts';
 import { provisionDemo } from '../../src/sync/demo.ts';
 import { writeDemoCredentials } from '../../src/sync/demo-credentials.ts';
+import { createAddressPolicy } from '../../src/webhooks/address-policy.ts';
 import { createSecretBox } from '../../src/webhooks/secret-box.ts';
 import { buildTestApp } from '../helpers/builders.ts';
 import { freshDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -74,6 +75,7 @@ describe('the demo’s audit log', { timeout: 180_000 }, () => {
         mailer: createOutboxMailer(path.join(dataDir, 'outbox'), 'Portal <portal@test>'),
         publicUrl: () => PUBLIC_URL,
         idleMs: 60 * 60_000,
+        addresses: createAddressPolicy([]),
       },
     });
     await app.ready();

@@ -274,6 +274,15 @@ describe.skipIf(missing)('the embed widget in Chromium', { timeout: 120_000 }, (
     const other = base.replace('127.0.0.1', 'localhost');
     await settings.setOrigins(partnerId, 'live', [hostUrl, other]);
     try {
+      // The embed reads its origins through the read cache, which sees the change at its next
+      // poll: until then the page would still refuse to be framed by the other name (a loaded
+      // machine made the browser ask first, and the frame stayed empty until the timeout).
+      const embedPage = `${base}/embed/${embedId}/measured`;
+      for (let i = 0; i < 100; i++) {
+        const csp = (await fetch(embedPage)).headers.get('content-security-policy') ?? '';
+        if (/frame-ancestors [^;]*/.exec(csp)?.[0].includes(other)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       expect(await load(`${other}/embed/host-example/${embedId}/measured`, framedApp)).toEqual({
         failures: [],
         refused: [],
